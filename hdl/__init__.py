@@ -1,0 +1,1 @@
+"""Amaranth HDL cores: sum-together multipliers, processing elements and accelerators."""

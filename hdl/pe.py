@@ -1,0 +1,211 @@
+"""Processing elements: an ST multiplier feeding an accumulator, and a row of them."""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH, Precision
+
+from .params import check_int, check_precisions
+from .st_multiplier import MAX_STAGES, STMultiplier
+
+__all__ = ["PERow", "ProcessingElement"]
+
+#: Largest accumulator supported, in bits (the golden model computes in int64).
+MAX_ACC_WIDTH = 63
+
+
+def _check_acc_width(acc_width, precisions):
+    check_int("acc_width", acc_width, maximum=MAX_ACC_WIDTH)
+    widest = max(precisions, key=lambda p: p.product_bits)
+    if acc_width < widest.product_bits:
+        raise ValueError(
+            f"acc_width must be at least {widest.product_bits} (the width of one "
+            f"{widest.label} product), not {acc_width}")
+    return acc_width
+
+
+class ProcessingElement(wiring.Component):
+    """One ST multiplier and an accumulator: sums ST results over a sequence of transfers.
+
+    An input transfer with ``clear`` set starts a new sum (``acc := product``); otherwise the
+    product is added (``acc := acc + product``). A transfer with ``last`` set emits the sum that
+    includes it on ``o``. The accumulator wraps modulo ``2**acc_width``, exactly as
+    :func:`hls_ref.pe_accumulate`; the compiler proves that real layers never wrap.
+
+    Parameters
+    ----------
+    precisions : collection of Precision or str
+        Configurations the multiplier supports (default: all five).
+    stages : int
+        Pipeline stages of the multiplier (see :class:`~hdl.st_multiplier.STMultiplier`). The
+        accumulator adds one more, so a sum leaves ``stages + 1`` cycles after its last product.
+    acc_width : int
+        Accumulator width in bits (default 32); at least the widest product.
+
+    Members
+    -------
+    i : ``In(stream.Signature(input_layout))``
+        ``a``, ``b``, ``precision``, ``clear`` and ``last``.
+    o : ``Out(stream.Signature(signed(acc_width)))``
+        One accumulated sum per ``last`` transfer.
+    """
+
+    def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32):
+        self._precisions = check_precisions(precisions)
+        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
+        self._acc_width = _check_acc_width(acc_width, self._precisions)
+        super().__init__({
+            "i": In(stream.Signature(self.input_layout)),
+            "o": Out(stream.Signature(signed(self._acc_width))),
+        })
+
+    @property
+    def precisions(self):
+        """Supported configurations, as a tuple of :class:`Precision`."""
+        return self._precisions
+
+    @property
+    def stages(self):
+        """Pipeline stages of the multiplier."""
+        return self._stages
+
+    @property
+    def acc_width(self):
+        """Accumulator width, in bits."""
+        return self._acc_width
+
+    @property
+    def latency(self):
+        """Cycles from a ``last`` input transfer to its sum on ``o`` without back-pressure."""
+        return self._stages + 1
+
+    @property
+    def input_layout(self):
+        """Layout of an input transfer."""
+        return data.StructLayout({
+            "a": unsigned(OPERAND_WIDTH),
+            "b": unsigned(OPERAND_WIDTH),
+            "precision": Precision,
+            "clear": unsigned(1),
+            "last": unsigned(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.multiplier = multiplier = STMultiplier(
+            precisions=self._precisions, stages=self._stages, user_width=2)
+
+        m.d.comb += [
+            multiplier.i.valid.eq(self.i.valid),
+            multiplier.i.payload.a.eq(self.i.payload.a),
+            multiplier.i.payload.b.eq(self.i.payload.b),
+            multiplier.i.payload.precision.eq(self.i.payload.precision),
+            multiplier.i.payload.user.eq(self.i.payload.clear | (self.i.payload.last << 1)),
+            self.i.ready.eq(multiplier.i.ready),
+        ]
+
+        product = multiplier.o.payload.product
+        clear = multiplier.o.payload.user[0]
+        last = multiplier.o.payload.user[1]
+        acc = Signal(signed(self._acc_width))
+        total = Signal(signed(self._acc_width))
+        m.d.comb += total.eq(Mux(clear, 0, acc) + product)
+
+        # The output register holds one sum; products keep flowing while it is free or drained.
+        m.d.comb += multiplier.o.ready.eq(~self.o.valid | self.o.ready)
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(multiplier.o.valid & multiplier.o.ready):
+            m.d.sync += acc.eq(total)
+            with m.If(last):
+                m.d.sync += [
+                    self.o.payload.eq(total),
+                    self.o.valid.eq(1),
+                ]
+        return m
+
+
+class PERow(wiring.Component):
+    """A row of processing elements in lock-step: one activation operand for all, one weight
+    operand each (the 2D-convolution arrangement: one output channel per PE).
+
+    Parameters
+    ----------
+    pes : int
+        Number of processing elements.
+    precisions, stages, acc_width
+        As for :class:`ProcessingElement`.
+
+    Members
+    -------
+    i : ``In(stream.Signature(input_layout))``
+        ``a``, ``b`` (one operand per PE), ``precision``, ``clear``, ``last``.
+    o : ``Out(stream.Signature(ArrayLayout(signed(acc_width), pes)))``
+        One sum per PE for each ``last`` transfer.
+    """
+
+    def __init__(self, *, pes=16, precisions=tuple(Precision), stages=2, acc_width=32):
+        self._pes = check_int("pes", pes, minimum=1)
+        self._precisions = check_precisions(precisions)
+        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
+        self._acc_width = _check_acc_width(acc_width, self._precisions)
+        super().__init__({
+            "i": In(stream.Signature(self.input_layout)),
+            "o": Out(stream.Signature(data.ArrayLayout(signed(self._acc_width), pes))),
+        })
+
+    @property
+    def pes(self):
+        """Number of processing elements."""
+        return self._pes
+
+    @property
+    def precisions(self):
+        """Supported configurations, as a tuple of :class:`Precision`."""
+        return self._precisions
+
+    @property
+    def acc_width(self):
+        """Accumulator width, in bits."""
+        return self._acc_width
+
+    @property
+    def latency(self):
+        """Cycles from a ``last`` input transfer to its sums on ``o`` without back-pressure."""
+        return self._stages + 1
+
+    @property
+    def input_layout(self):
+        """Layout of an input transfer."""
+        return data.StructLayout({
+            "a": unsigned(OPERAND_WIDTH),
+            "b": data.ArrayLayout(unsigned(OPERAND_WIDTH), self._pes),
+            "precision": Precision,
+            "clear": unsigned(1),
+            "last": unsigned(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # Every element sees the same handshakes, so their control state is identical and the
+        # first element's ready/valid speak for the whole row.
+        elements = [ProcessingElement(precisions=self._precisions, stages=self._stages,
+                                      acc_width=self._acc_width) for _ in range(self._pes)]
+        for index, element in enumerate(elements):
+            m.submodules[f"pe{index}"] = element
+            m.d.comb += [
+                element.i.valid.eq(self.i.valid),
+                element.i.payload.a.eq(self.i.payload.a),
+                element.i.payload.b.eq(self.i.payload.b[index]),
+                element.i.payload.precision.eq(self.i.payload.precision),
+                element.i.payload.clear.eq(self.i.payload.clear),
+                element.i.payload.last.eq(self.i.payload.last),
+                element.o.ready.eq(self.o.ready),
+                self.o.payload[index].eq(element.o.payload),
+            ]
+        m.d.comb += [
+            self.i.ready.eq(elements[0].i.ready),
+            self.o.valid.eq(elements[0].o.valid),
+        ]
+        return m

@@ -1,0 +1,240 @@
+"""The sum-together (ST) precision-scalable multiplier."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH, Precision
+
+from .params import check_int, check_precisions
+
+__all__ = ["MAX_STAGES", "STMultiplier"]
+
+#: Largest supported number of pipeline register stages.
+MAX_STAGES = 3
+
+_NIBBLE = 4
+_NIBBLES = OPERAND_WIDTH // _NIBBLE
+
+
+def _nibble_plan(precision):
+    """Describe one configuration as a masked 4x4 array of nibble products.
+
+    With ``A = sum(a_i * 16**i)`` and ``B = sum(b_j * 16**j)`` (nibbles ``a_i``, ``b_j``), each
+    lane's sub-word product times ``2**(a_lsb + b_lsb)`` is the sum of the nibble products
+    ``a_i * b_j * 16**(i + j)`` over the lane's nibbles, where the top nibble of each sub-word is
+    signed and the others unsigned. The crossed pairing gives every lane the same
+    ``a_lsb + b_lsb``, so the ST result is the masked sum of all nibble products at their natural
+    weights, shifted right by that amount.
+
+    Returns
+    -------
+    (set of int, set of int, set of (int, int), int)
+        Signed ``A`` nibbles, signed ``B`` nibbles, used ``(i, j)`` pairs, right shift in bits.
+    """
+    signed_a, signed_b, used, shifts = set(), set(), set(), set()
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        a_nibbles = range(a_lsb // _NIBBLE, (a_lsb + a_width) // _NIBBLE)
+        b_nibbles = range(b_lsb // _NIBBLE, (b_lsb + b_width) // _NIBBLE)
+        signed_a.add(a_nibbles[-1])
+        signed_b.add(b_nibbles[-1])
+        used.update((i, j) for i in a_nibbles for j in b_nibbles)
+        shifts.add(a_lsb + b_lsb)
+    (shift,) = shifts
+    return signed_a, signed_b, used, shift
+
+
+class STMultiplier(wiring.Component):
+    """Sum-together multiplier: 1, 2 or 4 signed sub-word products of two 16-bit operands, summed.
+
+    Each input transfer carries its own configuration, so the precision may change on any cycle.
+    The arithmetic is that of :func:`hls_ref.st_product`; a configuration code that is not in
+    ``precisions`` (or not defined at all) yields 0.
+
+    With several configurations the multiplier is built from the 16 nibble products of the two
+    operands, masked and sign-extended per configuration and summed at fixed weights, then shifted
+    by 0, 8 or 12 bits (see :func:`_nibble_plan`). With a single configuration it is the plain
+    sub-word product(s) that the configuration defines, which synthesis maps to DSP blocks: the
+    fixed-precision baseline.
+
+    The pipeline stalls as a whole while the output holds a transfer that is not accepted; it
+    accepts one transfer per cycle otherwise.
+
+    Parameters
+    ----------
+    precisions : collection of Precision or str
+        Configurations the hardware supports (default: all five).
+    stages : int
+        Pipeline register stages from input to output, 0 (combinational) to 3. Stage 1 registers
+        the output, stage 2 the nibble products, stage 3 the partial sums.
+    user_width : int
+        Width of a side-band field carried from input to output with each transfer, in bits.
+
+    Members
+    -------
+    i : ``In(stream.Signature(input_layout))``
+        Operands ``a`` (activations), ``b`` (weights), ``precision`` and ``user``.
+    o : ``Out(stream.Signature(output_layout))``
+        ``product``, a signed ``product_width``-bit value, and ``user``.
+    """
+
+    def __init__(self, *, precisions=tuple(Precision), stages=2, user_width=0):
+        self._precisions = check_precisions(precisions)
+        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
+        self._user_width = check_int("user_width", user_width, minimum=0)
+        self._product_width = max(p.product_bits for p in self._precisions)
+        super().__init__({
+            "i": In(stream.Signature(self.input_layout)),
+            "o": Out(stream.Signature(self.output_layout)),
+        })
+
+    @property
+    def precisions(self):
+        """Supported configurations, as a tuple of :class:`Precision`."""
+        return self._precisions
+
+    @property
+    def stages(self):
+        """Pipeline register stages (latency in cycles)."""
+        return self._stages
+
+    @property
+    def user_width(self):
+        """Width of the side-band field, in bits."""
+        return self._user_width
+
+    @property
+    def product_width(self):
+        """Width of the signed result, in bits: enough for every supported configuration."""
+        return self._product_width
+
+    @property
+    def input_layout(self):
+        """Layout of an input transfer."""
+        return data.StructLayout({
+            "a": unsigned(OPERAND_WIDTH),
+            "b": unsigned(OPERAND_WIDTH),
+            "precision": Precision,
+            "user": unsigned(self._user_width),
+        })
+
+    @property
+    def output_layout(self):
+        """Layout of an output transfer."""
+        return data.StructLayout({
+            "product": signed(self._product_width),
+            "user": unsigned(self._user_width),
+        })
+
+    def _terms(self, m, a, b, code):
+        """Return ``(terms, shift_of)``: weighted terms whose sum, shifted right by
+        ``shift_of[precision]``, is the result. ``terms`` is a list of groups of
+        ``(value, weight_in_bits)``."""
+        if len(self._precisions) == 1:
+            (precision,) = self._precisions
+            selected = code == precision
+            group = []
+            for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+                product = (a[a_lsb:a_lsb + a_width].as_signed()
+                           * b[b_lsb:b_lsb + b_width].as_signed())
+                group.append((Mux(selected, product, 0), 0))
+            return [group], {precision: 0}
+
+        plans = {p: _nibble_plan(p) for p in self._precisions}
+        is_mode = {p: Signal(name=f"is_{p.label}") for p in self._precisions}
+        for p, flag in is_mode.items():
+            m.d.comb += flag.eq(code == p)
+
+        def any_mode(predicate):
+            flags = [is_mode[p] for p, plan in plans.items() if predicate(plan)]
+            return Cat(*flags).any() if flags else 0
+
+        groups = []
+        for i in range(_NIBBLES):
+            a_nib = a[_NIBBLE * i:_NIBBLE * (i + 1)]
+            a_ext = Cat(a_nib, a_nib[-1] & any_mode(lambda plan, i=i: i in plan[0])).as_signed()
+            group = []
+            for j in range(_NIBBLES):
+                b_nib = b[_NIBBLE * j:_NIBBLE * (j + 1)]
+                b_ext = Cat(b_nib, b_nib[-1] & any_mode(lambda plan, j=j: j in plan[1]))
+                used = any_mode(lambda plan, i=i, j=j: (i, j) in plan[2])
+                product = Signal(signed(2 * (_NIBBLE + 1)), name=f"p{i}{j}")
+                m.d.comb += product.eq(a_ext * b_ext.as_signed())
+                if isinstance(used, int):
+                    continue  # no configuration uses this nibble pair
+                group.append((Mux(used, product, 0), _NIBBLE * (i + j)))
+            groups.append(group)
+        return groups, {p: plan[3] for p, plan in plans.items()}
+
+    def elaborate(self, platform):
+        m = Module()
+
+        advance = Signal()
+        if self._stages:
+            m.d.comb += advance.eq(~self.o.valid | self.o.ready)
+        else:
+            m.d.comb += advance.eq(self.o.ready)
+        m.d.comb += self.i.ready.eq(advance)
+
+        def stage(index, value, name):
+            """Register ``value`` when pipeline stage ``index`` is configured."""
+            if self._stages < index:
+                return value
+            register = Signal(value.shape(), name=name, reset_less=True)
+            with m.If(advance):
+                m.d.sync += register.eq(value)
+            return register
+
+        def stage_valid(index, valid, name):
+            if self._stages < index:
+                return valid
+            register = Signal(name=name)
+            with m.If(advance):
+                m.d.sync += register.eq(valid)
+            return register
+
+        payload = self.i.payload
+        code = Signal(Precision, name="code_in")
+        m.d.comb += code.eq(payload.precision)
+        groups, shift_of = self._terms(m, payload.a, payload.b, code)
+        full_width = max(p.product_bits + shift_of[p] for p in self._precisions)
+
+        # Stage 2 boundary: the individual terms.
+        valid, user = self.i.valid, payload.user
+        staged_groups = []
+        for g, group in enumerate(groups):
+            staged = []
+            for t, (value, weight) in enumerate(group):
+                term = Signal(signed(len(value)), name=f"term{g}_{t}")
+                m.d.comb += term.eq(value)
+                staged.append((stage(2, term, f"term{g}_{t}_s2"), weight))
+            staged_groups.append(staged)
+        code = stage(2, code, "code_s2")
+        user = stage(2, user, "user_s2")
+        valid = stage_valid(2, valid, "valid_s2")
+
+        # Stage 3 boundary: one partial sum per group (per A nibble).
+        partials = []
+        for g, group in enumerate(staged_groups):
+            partial = Signal(signed(full_width), name=f"partial{g}")
+            m.d.comb += partial.eq(sum(value << weight for value, weight in group))
+            partials.append(stage(3, partial, f"partial{g}_s3"))
+        code = stage(3, code, "code_s3")
+        user = stage(3, user, "user_s3")
+        valid = stage_valid(3, valid, "valid_s3")
+
+        total = Signal(signed(full_width))
+        m.d.comb += total.eq(sum(partials))
+        product = Signal(signed(self._product_width))
+        with m.Switch(code):
+            for p, shift in shift_of.items():
+                with m.Case(p):
+                    m.d.comb += product.eq(total[shift:].as_signed())
+
+        # Stage 1 boundary: the output.
+        m.d.comb += [
+            self.o.payload.product.eq(stage(1, product, "product_s1")),
+            self.o.payload.user.eq(stage(1, user, "user_s1")),
+            self.o.valid.eq(stage_valid(1, valid, "valid_s1")),
+        ]
+        return m

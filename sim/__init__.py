@@ -1,0 +1,1 @@
+"""Simulation support: Verilog caching, cocotb runners, formal and synthesis flows."""
