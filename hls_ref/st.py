@@ -83,10 +83,10 @@ def _pack(values, precision, width, slot_of_lane, kind):
     lanes = precision.lanes
     channels = values.shape[-1]
     groups = -(-channels // lanes)
-    padded = np.zeros(values.shape[:-1] + (groups * lanes,), dtype=np.int64)
+    padded = np.zeros((*values.shape[:-1], groups * lanes), dtype=np.int64)
     padded[..., :channels] = values
-    padded = padded.reshape(values.shape[:-1] + (groups, lanes))
-    words = np.zeros(values.shape[:-1] + (groups,), dtype=np.int64)
+    padded = padded.reshape((*values.shape[:-1], groups, lanes))
+    words = np.zeros((*values.shape[:-1], groups), dtype=np.int64)
     for lane in range(lanes):
         field = padded[..., lane] & ((1 << width) - 1)
         words |= field << (slot_of_lane(lane) * precision.slot_bits)
