@@ -126,6 +126,14 @@ class STMultiplier(wiring.Component):
             "user": unsigned(self._user_width),
         })
 
+    def _nibble_product(self, m, i, j, a_ext, b_ext):
+        """Return the product of the sign-controlled 5-bit nibbles ``a_ext`` (of ``A`` nibble
+        ``i``) and ``b_ext`` (of ``B`` nibble ``j``). The formal proofs override this to cut the
+        design at the nibble products (see :mod:`sim.proofs`)."""
+        product = Signal(signed(2 * (_NIBBLE + 1)), name=f"p{i}{j}")
+        m.d.comb += product.eq(a_ext * b_ext)
+        return product
+
     def _terms(self, m, a, b, code):
         """Return ``(terms, shift_of)``: weighted terms whose sum, shifted right by
         ``shift_of[precision]``, is the result. ``terms`` is a list of groups of
@@ -155,13 +163,12 @@ class STMultiplier(wiring.Component):
             a_ext = Cat(a_nib, a_nib[-1] & any_mode(lambda plan, i=i: i in plan[0])).as_signed()
             group = []
             for j in range(_NIBBLES):
+                used = any_mode(lambda plan, i=i, j=j: (i, j) in plan[2])
+                if isinstance(used, int):
+                    continue  # no supported configuration uses this nibble pair
                 b_nib = b[_NIBBLE * j:_NIBBLE * (j + 1)]
                 b_ext = Cat(b_nib, b_nib[-1] & any_mode(lambda plan, j=j: j in plan[1]))
-                used = any_mode(lambda plan, i=i, j=j: (i, j) in plan[2])
-                product = Signal(signed(2 * (_NIBBLE + 1)), name=f"p{i}{j}")
-                m.d.comb += product.eq(a_ext * b_ext.as_signed())
-                if isinstance(used, int):
-                    continue  # no configuration uses this nibble pair
+                product = self._nibble_product(m, i, j, a_ext, b_ext.as_signed())
                 group.append((Mux(used, product, 0), _NIBBLE * (i + j)))
             groups.append(group)
         return groups, {p: plan[3] for p, plan in plans.items()}

@@ -1,0 +1,268 @@
+"""The catalogue of formal proofs; ``python -m sim.proofs`` (``make formal``) runs them all.
+
+The ST multiplier is proven equal to the arithmetic specification, written here from the
+configuration table alone (:meth:`hls_ref.Precision.pairs`), for every pair of 16-bit operands,
+in two steps per configuration:
+
+1. SMT (SymbiYosys + Yices), :class:`STDecompositionSpec`: the RTL, cut at its sixteen 5x5
+   nibble products, sums exactly the nibble products that the table's sub-words decompose into,
+   at the right weights, and feeds each the right sign-extended nibbles. Only adders remain for
+   the solver, so each proof takes seconds. (A direct 16x16 equivalence of two multiplier
+   structures is out of reach of SAT-based solvers in any useful time: 8x8 already takes
+   minutes.)
+2. Exact arithmetic, :func:`check_decomposition`: the nibble decomposition equals the table's
+   sum of sub-word products, as a bilinear identity (exhaustive over all 16-bit words for the
+   sub-word values, exact integer coefficients for the products).
+
+Undefined configuration codes and the single-configuration (plain product) builds are proven
+end to end by :class:`STMultiplierSpec`.
+"""
+
+import argparse
+import sys
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import numpy as np
+from amaranth.asserts import AnyConst
+from amaranth.hdl import Assert, Assume, Elaboratable, Module, Value, signed
+
+from hdl.st_multiplier import STMultiplier
+from hls_ref.precision import OPERAND_WIDTH, Precision
+from hls_ref.st import signed_field
+
+from .formal import prove, report
+
+__all__ = [
+    "STDecompositionSpec",
+    "STMultiplierSpec",
+    "all_identities",
+    "all_proofs",
+    "check_decomposition",
+    "main",
+    "nibble_decomposition",
+    "run_proof",
+]
+
+_NIBBLE = 4
+_NIBBLES = OPERAND_WIDTH // _NIBBLE
+
+
+def st_specification(a, b, precision):
+    """The ST result of operands ``a`` and ``b`` as an Amaranth expression: the sum of the
+    signed sub-word products that the configuration table pairs."""
+    return sum(a[a_lsb:a_lsb + a_width].as_signed() * b[b_lsb:b_lsb + b_width].as_signed()
+               for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs())
+
+
+def nibble_decomposition(precision):
+    """Decompose a configuration into nibble products, from its pairs alone.
+
+    Every sub-word is a sum of nibbles ``x_i * 16**(i - lsb/4)`` where the top nibble is signed
+    and the others unsigned. The ST result is then ``sum(x_i * y_j * 2**weight_ij)`` over the
+    returned pairs.
+
+    Returns
+    -------
+    (dict, set of int, set of int)
+        ``{(i, j): weight_in_bits}``, the signed ``A`` nibbles, the signed ``B`` nibbles.
+    """
+    weights, signed_a, signed_b = {}, set(), set()
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        a_nibbles = range(a_lsb // _NIBBLE, (a_lsb + a_width) // _NIBBLE)
+        b_nibbles = range(b_lsb // _NIBBLE, (b_lsb + b_width) // _NIBBLE)
+        signed_a.add(max(a_nibbles))
+        signed_b.add(max(b_nibbles))
+        for i in a_nibbles:
+            for j in b_nibbles:
+                weights[(i, j)] = _NIBBLE * (i + j) - a_lsb - b_lsb
+    return weights, signed_a, signed_b
+
+
+def check_decomposition(precision, product_width):
+    """Check exactly that :func:`nibble_decomposition` equals the specification; return a list
+    of the failures (empty when it holds).
+
+    Both sides are bilinear forms in the nibble values, so they are equal when (1) every
+    sub-word's signed value equals its nibble sum, checked for all 2**16 operand words, and
+    (2) their coefficients agree, compared as exact integers. (3) The specification's extreme
+    values must fit a signed ``product_width``-bit result.
+    """
+    failures = []
+    weights, signed_a, signed_b = nibble_decomposition(precision)
+    words = np.arange(1 << OPERAND_WIDTH, dtype=np.int64)
+
+    def nibble(word, index, is_signed):
+        return signed_field(word, _NIBBLE * index, _NIBBLE) if is_signed else \
+            (word >> (_NIBBLE * index)) & 0xF
+
+    spec = defaultdict(int)  # coefficient of x_i * y_j in the specification
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        for lsb, width, signed_set in ((a_lsb, a_width, signed_a), (b_lsb, b_width, signed_b)):
+            nibbles = range(lsb // _NIBBLE, (lsb + width) // _NIBBLE)
+            total = sum(nibble(words, i, i in signed_set) << (_NIBBLE * i - lsb)
+                        for i in nibbles)
+            if not np.array_equal(total, signed_field(words, lsb, width)):
+                failures.append(f"bits [{lsb + width - 1}:{lsb}] are not their nibble sum")
+        for i in range(a_lsb // _NIBBLE, (a_lsb + a_width) // _NIBBLE):
+            for j in range(b_lsb // _NIBBLE, (b_lsb + b_width) // _NIBBLE):
+                spec[(i, j)] += 1 << (_NIBBLE * i - a_lsb + _NIBBLE * j - b_lsb)
+    if dict(spec) != {key: 1 << weight for key, weight in weights.items()}:
+        failures.append("coefficients of the decomposition differ from the specification")
+    largest = precision.lanes * (1 << (precision.act_bits - 1)) * (1 << (precision.weight_bits - 1))
+    smallest = -precision.lanes * (1 << (precision.act_bits - 1)) * \
+        ((1 << (precision.weight_bits - 1)) - 1)
+    if not -(1 << (product_width - 1)) <= smallest <= largest < 1 << (product_width - 1):
+        failures.append(f"results do not fit {product_width} bits")
+    return failures
+
+
+class _NibbleCutMultiplier(STMultiplier):
+    """An ST multiplier whose nibble products are replaced by free values ``free[(i, j)]``,
+    asserting on the way that each product's operands are the expected extended nibbles."""
+
+    def __init__(self, *, free, operands, **kwargs):
+        super().__init__(**kwargs)
+        self._free = free
+        self._operands = operands
+
+    def _nibble_product(self, m, i, j, a_ext, b_ext):
+        if (i, j) in self._operands:
+            expected_a, expected_b = self._operands[(i, j)]
+            m.d.comb += [Assert(a_ext == expected_a), Assert(b_ext == expected_b)]
+        return self._free[(i, j)]
+
+
+class STDecompositionSpec(Elaboratable):
+    """Proof harness: the multiplier, cut at its nibble products, computes
+    ``sum(q_ij * 2**weight_ij)`` (modulo ``2**product_width``) of the free products ``q_ij``
+    that :func:`nibble_decomposition` names for ``precision``, feeds each product the right
+    extended nibbles, and ignores every other product. With :func:`check_decomposition`, this
+    proves the multiplier equal to the specification for every operand pair."""
+
+    def __init__(self, precision, precisions=tuple(Precision)):
+        self.precision = precision
+        self.precisions = tuple(precisions)
+
+    def elaborate(self, platform):
+        m = Module()
+        a = AnyConst(OPERAND_WIDTH)
+        b = AnyConst(OPERAND_WIDTH)
+        free = {(i, j): AnyConst(signed(2 * (_NIBBLE + 1)))
+                for i in range(_NIBBLES) for j in range(_NIBBLES)}
+        weights, signed_a, signed_b = nibble_decomposition(self.precision)
+
+        def nibble(word, index, is_signed):
+            value = word[_NIBBLE * index:_NIBBLE * (index + 1)]
+            return value.as_signed() if is_signed else value
+
+        operands = {(i, j): (nibble(a, i, i in signed_a), nibble(b, j, j in signed_b))
+                    for (i, j) in weights}
+        m.submodules.dut = dut = _NibbleCutMultiplier(
+            free=free, operands=operands, precisions=self.precisions, stages=0)
+        m.d.comb += [
+            dut.i.valid.eq(1),
+            dut.o.ready.eq(1),
+            dut.i.payload.a.eq(a),
+            dut.i.payload.b.eq(b),
+            dut.i.payload.precision.eq(self.precision),
+        ]
+        expected = sum(free[key] << weight for key, weight in weights.items())
+        m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
+        return m
+
+
+class STMultiplierSpec(Elaboratable):
+    """Proof harness, end to end: for every operand pair, the (combinational) ST multiplier
+    built for ``precisions`` returns the specification of ``precision``; with
+    ``precision=None``, every code that is not a supported configuration returns 0.
+
+    Solvers prove this directly only for small sub-words or single-configuration builds; the
+    multi-configuration builds are proven through :class:`STDecompositionSpec`."""
+
+    def __init__(self, precision, precisions=tuple(Precision)):
+        self.precision = precision
+        self.precisions = tuple(precisions)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = STMultiplier(precisions=self.precisions, stages=0)
+        a = AnyConst(OPERAND_WIDTH)
+        b = AnyConst(OPERAND_WIDTH)
+        # A constant configuration lets synthesis fold away the masks of the other ones, so
+        # the solver sees one configuration's datapath (the hardware changes it per cycle;
+        # the proofs cover each value it can take).
+        code = AnyConst(3) if self.precision is None else self.precision.value
+        m.d.comb += [
+            dut.i.valid.eq(1),
+            dut.o.ready.eq(1),
+            dut.i.payload.a.eq(a),
+            dut.i.payload.b.eq(b),
+            Value.cast(dut.i.payload.precision).eq(code),
+        ]
+        if self.precision is None:
+            for p in self.precisions:
+                m.d.comb += Assume(code != p.value)
+            m.d.comb += Assert(dut.o.payload.product == 0)
+        else:
+            m.d.comb += Assert(dut.o.payload.product == st_specification(a, b, self.precision))
+        m.d.comb += [Assert(dut.o.valid), Assert(dut.i.ready)]
+        return m
+
+
+_LOW = (Precision.A8W8, Precision.A8W4, Precision.A4W4)
+
+
+def all_proofs():
+    """Return ``{name: (harness factory, prove() options)}`` for every SMT proof."""
+    proofs = {}
+    for build, precisions in (("st", tuple(Precision)), ("st_low", _LOW)):
+        for p in precisions:
+            # Kept hierarchical: flattening lets synthesis re-associate the adders, which
+            # makes the solver's work several times longer.
+            proofs[f"{build}_{p.geometry}"] = (
+                partial(STDecompositionSpec, p, precisions), {"flatten": False})
+        proofs[f"{build}_undefined_codes"] = (partial(STMultiplierSpec, None, precisions), {})
+    # Single-configuration builds are plain products: proven end to end.
+    for p in Precision:
+        proofs[f"st_fixed_{p.geometry}"] = (partial(STMultiplierSpec, p, (p,)), {})
+    return proofs
+
+
+def run_proof(name):
+    """Run the proof ``name`` of :func:`all_proofs`; return its :class:`ProofResult`."""
+    factory, options = all_proofs()[name]
+    return prove(name, factory(), **options)
+
+
+def all_identities():
+    """Return ``{name: failures}`` for the exact decomposition checks of every configuration."""
+    return {f"identity_{p.geometry}": check_decomposition(p, p.product_bits) for p in Precision}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m sim.proofs", description=__doc__)
+    parser.add_argument("names", nargs="*", help="proofs to run (default: all)")
+    parser.add_argument("-j", "--jobs", type=int, default=2, help="proofs run in parallel")
+    args = parser.parse_args(argv)
+    proofs = all_proofs()
+    unknown = sorted(set(args.names) - set(proofs))
+    if unknown:
+        parser.error(f"unknown proofs {unknown}; known: {', '.join(proofs)}")
+    names = args.names or list(proofs)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(run_proof, names))
+    ok = report(results)
+    if not args.names:
+        for name, failures in all_identities().items():
+            print(f"{'PASS' if not failures else 'FAIL':5}  {name:40} (exact check)")
+            for failure in failures:
+                print(f"       {failure}")
+            ok = ok and not failures
+    print(f"{sum(r.passed for r in results)} of {len(results)} SMT proofs passed")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
