@@ -8,7 +8,7 @@ from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .params import check_int, check_precisions
 
-__all__ = ["MAX_STAGES", "STMultiplier"]
+__all__ = ["MAX_STAGES", "STMultiplier", "nibble_product"]
 
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = 3
@@ -42,6 +42,16 @@ def _nibble_plan(precision):
         shifts.add(a_lsb + b_lsb)
     (shift,) = shifts
     return signed_a, signed_b, used, shift
+
+
+def nibble_product(m, a, b, *, name):
+    """Return a signal equal to ``a * b`` for signed 5-bit ``a`` and ``b``, built from shifted
+    partial products (``sum(b[t] * a << t) - b[4] * a << 4``) rather than a multiplier cell:
+    synthesis would map each of these small products to a whole DSP block."""
+    product = Signal(signed(2 * len(a)), name=name)
+    rows = [Mux(b[t], a, 0) << t for t in range(len(b) - 1)]
+    m.d.comb += product.eq(sum(rows) - (Mux(b[-1], a, 0) << (len(b) - 1)))
+    return product
 
 
 class STMultiplier(wiring.Component):
@@ -130,9 +140,7 @@ class STMultiplier(wiring.Component):
         """Return the product of the sign-controlled 5-bit nibbles ``a_ext`` (of ``A`` nibble
         ``i``) and ``b_ext`` (of ``B`` nibble ``j``). The formal proofs override this to cut the
         design at the nibble products (see :mod:`sim.proofs`)."""
-        product = Signal(signed(2 * (_NIBBLE + 1)), name=f"p{i}{j}")
-        m.d.comb += product.eq(a_ext * b_ext)
-        return product
+        return nibble_product(m, a_ext, b_ext, name=f"p{i}{j}")
 
     def _terms(self, m, a, b, code):
         """Return ``(terms, shift_of)``: weighted terms whose sum, shifted right by
@@ -168,8 +176,9 @@ class STMultiplier(wiring.Component):
                     continue  # no supported configuration uses this nibble pair
                 b_nib = b[_NIBBLE * j:_NIBBLE * (j + 1)]
                 b_ext = Cat(b_nib, b_nib[-1] & any_mode(lambda plan, j=j: j in plan[1]))
-                product = self._nibble_product(m, i, j, a_ext, b_ext.as_signed())
-                group.append((Mux(used, product, 0), _NIBBLE * (i + j)))
+                # Masking the 5-bit operand is cheaper than masking the 10-bit product.
+                b_used = Mux(used, b_ext, 0).as_signed()
+                group.append((self._nibble_product(m, i, j, a_ext, b_used), _NIBBLE * (i + j)))
             groups.append(group)
         return groups, {p: plan[3] for p, plan in plans.items()}
 

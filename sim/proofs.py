@@ -14,8 +14,9 @@ in two steps per configuration:
    sum of sub-word products, as a bilinear identity (exhaustive over all 16-bit words for the
    sub-word values, exact integer coefficients for the products).
 
-Undefined configuration codes and the single-configuration (plain product) builds are proven
-end to end by :class:`STMultiplierSpec`.
+The nibble products themselves (shift-and-add, 5x5 signed) are proven by
+:class:`NibbleProductSpec`. Undefined configuration codes and the single-configuration (plain
+product) builds are proven end to end by :class:`STMultiplierSpec`.
 """
 
 import argparse
@@ -26,15 +27,16 @@ from functools import partial
 
 import numpy as np
 from amaranth.asserts import AnyConst
-from amaranth.hdl import Assert, Assume, Elaboratable, Module, Value, signed
+from amaranth.hdl import Assert, Assume, Const, Elaboratable, Module, Value, signed
 
-from hdl.st_multiplier import STMultiplier
+from hdl.st_multiplier import STMultiplier, nibble_product
 from hls_ref.precision import OPERAND_WIDTH, Precision
 from hls_ref.st import signed_field
 
 from .formal import prove, report
 
 __all__ = [
+    "NibbleProductSpec",
     "STDecompositionSpec",
     "STMultiplierSpec",
     "all_identities",
@@ -120,7 +122,8 @@ def check_decomposition(precision, product_width):
 
 class _NibbleCutMultiplier(STMultiplier):
     """An ST multiplier whose nibble products are replaced by free values ``free[(i, j)]``,
-    asserting on the way that each product's operands are the expected extended nibbles."""
+    asserting on the way that each product's operands are the expected extended nibbles (and
+    that pairs outside the configuration get a zero operand, standing for a zero product)."""
 
     def __init__(self, *, free, operands, **kwargs):
         super().__init__(**kwargs)
@@ -131,7 +134,11 @@ class _NibbleCutMultiplier(STMultiplier):
         if (i, j) in self._operands:
             expected_a, expected_b = self._operands[(i, j)]
             m.d.comb += [Assert(a_ext == expected_a), Assert(b_ext == expected_b)]
-        return self._free[(i, j)]
+            return self._free[(i, j)]
+        # A pair the configuration does not use must be fed a zero weight nibble; its
+        # product is then 0 (NibbleProductSpec proves the product circuit).
+        m.d.comb += Assert(b_ext == 0)
+        return Const(0, signed(2 * (_NIBBLE + 1)))
 
 
 class STDecompositionSpec(Elaboratable):
@@ -211,12 +218,26 @@ class STMultiplierSpec(Elaboratable):
         return m
 
 
+class NibbleProductSpec(Elaboratable):
+    """Proof harness: :func:`hdl.st_multiplier.nibble_product` equals the product of its
+    signed 5-bit operands, for all of them (the part of the multiplier that
+    :class:`STDecompositionSpec` cuts away)."""
+
+    def elaborate(self, platform):
+        m = Module()
+        a = AnyConst(signed(_NIBBLE + 1))
+        b = AnyConst(signed(_NIBBLE + 1))
+        product = nibble_product(m, a, b, name="product")
+        m.d.comb += Assert(product == a * b)
+        return m
+
+
 _LOW = (Precision.A8W8, Precision.A8W4, Precision.A4W4)
 
 
 def all_proofs():
     """Return ``{name: (harness factory, prove() options)}`` for every SMT proof."""
-    proofs = {}
+    proofs = {"nibble_product": (NibbleProductSpec, {})}
     for build, precisions in (("st", tuple(Precision)), ("st_low", _LOW)):
         for p in precisions:
             # Kept hierarchical: flattening lets synthesis re-associate the adders, which

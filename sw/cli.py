@@ -1,0 +1,115 @@
+"""The ``tessera`` command line.
+
+``tessera demo``        the README's main job: the ST multiplier and PE, demonstrated on the
+                        RTL and checked against the golden model, and their synthesis table.
+``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md).
+``tessera precisions``  the ST configurations.
+"""
+
+import argparse
+import sys
+
+from hls_ref import Precision
+
+__all__ = ["main"]
+
+
+def _precision_table():
+    lines = ["| config | code | activation x weight | products per ST op | result bits |",
+             "|---|---:|---|---:|---:|"]
+    for p in sorted(Precision, key=lambda p: -p.act_bits * 16 - p.weight_bits):
+        lines.append(f"| {p.label} | {p.value:03b} | {p.geometry} | {p.lanes} | "
+                     f"{p.product_bits} |")
+    return "\n".join(lines)
+
+
+def _bench_table(runs):
+    baseline = {run.channels: run.cycles for run in runs if run.precision is Precision.A16W16}
+    lines = ["| config | channels | PEs | cycles | MACs/cycle | utilisation | speed-up vs a16w16 "
+             "| bit-exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for run in runs:
+        speedup = baseline.get(run.channels, run.cycles) / run.cycles
+        lines.append(f"| {run.precision.label} | {run.channels} | {run.pes} | {run.cycles} | "
+                     f"{run.macs_per_cycle:.2f} | {run.utilisation:.1%} | {speedup:.2f}x | "
+                     f"{'yes' if run.correct else 'NO'} |")
+    return "\n".join(lines)
+
+
+def _measure(channels_list, pes):
+    from .pe_bench import run_dot_product
+
+    order = (Precision.A16W16, Precision.A16W8, Precision.A8W8, Precision.A8W4,
+             Precision.A4W4)
+    return [run_dot_product(p, channels, pes=pes, seed=channels)
+            for channels in channels_list for p in order]
+
+
+def cmd_precisions(args):
+    print(_precision_table())
+    return 0
+
+
+def cmd_bench(args):
+    runs = _measure(args.channels, args.pes)
+    table = _bench_table(runs)
+    print(table)
+    if args.write_results:
+        from boards.synth import write_results_section
+
+        write_results_section("bench-pe", "\n".join([
+            "## PE row throughput by precision (RTL simulation)",
+            "",
+            "Regenerate with `make bench` (`tessera bench --write-results`). One dot product "
+            f"per PE on a {args.pes}-PE row (2 multiplier stages + accumulator), operands "
+            "streamed back to back, cycles counted in the Amaranth simulator from the first "
+            "operand to valid sums (pipeline latency included), sums checked against numpy.",
+            "",
+            table]))
+        print("\nwrote docs/results.md")
+    return 0 if all(run.correct for run in runs) else 1
+
+
+def cmd_demo(args):
+    from boards.synth import STANDARD, format_table, precision_cost, synthesize
+
+    print("Tessera: sum-together (ST) precision-scalable multiplier and PE\n")
+    print("ST configurations (one 16-bit activation operand x one 16-bit weight operand):")
+    print(_precision_table())
+    print("\nDot products on a 16-PE row, RTL in simulation, checked against numpy:")
+    runs = _measure([256], 16)
+    print(_bench_table(runs))
+    if not args.no_synth:
+        print("\nSynthesis (Yosys + nextpnr; first run takes minutes, then cached):")
+        results = [synthesize(block, device) for device, blocks in STANDARD.items()
+                   for block in blocks]
+        print(format_table(results))
+        print("\nCost of precision scalability:")
+        print(precision_cost(results))
+    ok = all(run.correct for run in runs)
+    print("\nall sums bit-exact" if ok else "\nMISMATCH against the golden model")
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tessera", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="demonstrate the ST multiplier and PE")
+    demo.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
+    demo.set_defaults(run=cmd_demo)
+    bench = commands.add_parser("bench", help="cycle benchmarks from simulation")
+    bench.add_argument("--channels", type=int, nargs="+", default=[64, 1024],
+                       help="dot-product lengths")
+    bench.add_argument("--pes", type=int, default=16, help="PEs in the row")
+    bench.add_argument("--write-results", action="store_true",
+                       help="rewrite the benchmark section of docs/results.md")
+    bench.set_defaults(run=cmd_bench)
+    precisions = commands.add_parser("precisions", help="list the ST configurations")
+    precisions.set_defaults(run=cmd_precisions)
+    args = parser.parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
