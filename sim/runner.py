@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 
 import amaranth
 from amaranth.back import verilog
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
 
 from .toolchain import BUILD_ROOT, PROJECT_ROOT, use_tool_env
 
@@ -36,8 +39,8 @@ __all__ = ["SIMULATORS", "CocotbTestError", "Design", "default_seed", "run_cocot
 #: The simulators every cocotb test runs on.
 SIMULATORS = ("icarus", "verilator")
 
-#: Source trees whose contents the generated Verilog depends on.
-_HDL_SOURCES = ("hdl", "hls_ref")
+#: Sources whose contents the generated Verilog depends on.
+_HDL_SOURCES = ("hdl", "hls_ref", "sim/runner.py")
 
 
 class CocotbTestError(AssertionError):
@@ -82,7 +85,8 @@ class Design:
         hasher = hashlib.sha256(self.to_json().encode())
         hasher.update(amaranth.__version__.encode())
         for tree in _HDL_SOURCES:
-            for path in sorted((PROJECT_ROOT / tree).rglob("*.py")):
+            root = PROJECT_ROOT / tree
+            for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
                 hasher.update(str(path.relative_to(PROJECT_ROOT)).encode())
                 hasher.update(path.read_bytes())
         return hasher.hexdigest()[:16]
@@ -92,11 +96,33 @@ class Design:
         path = BUILD_ROOT / "verilog" / f"{self.name}-{self.digest()}.v"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            text = verilog.convert(self.build(), name=self.name, emit_src=False)
+            text = verilog.convert(_Clocked(self.build()), name=self.name, emit_src=False)
             temporary = path.with_suffix(f".tmp{os.getpid()}")
             temporary.write_text(text)
             temporary.replace(path)
         return path
+
+
+class _Clocked(wiring.Component):
+    """Makes every top level have ``clk`` and ``rst`` ports for the testbench, combinational
+    designs included: an extra output ``heartbeat`` toggles in the ``sync`` domain, which
+    Amaranth then brings out as ports. The design's own ports keep their names."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        super().__init__({**dict(inner.signature.members), "heartbeat": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = self._inner
+        outer = {path: value for path, _, value in self.signature.flatten(self)}
+        for path, member, value in self._inner.signature.flatten(self._inner):
+            if member.flow == In:
+                m.d.comb += value.eq(outer[path])
+            else:
+                m.d.comb += outer[path].eq(value)
+        m.d.sync += self.heartbeat.eq(~self.heartbeat)
+        return m
 
 
 def default_seed():
