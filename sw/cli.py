@@ -71,7 +71,7 @@ def cmd_bench(args):
 
 
 def cmd_demo(args):
-    from boards.synth import STANDARD, format_table, precision_cost, synthesize
+    from boards.synth import DEMO, format_table, precision_cost, synthesize
 
     print("Tessera: sum-together (ST) precision-scalable multiplier and PE\n")
     print("ST configurations (one 16-bit activation operand x one 16-bit weight operand):")
@@ -80,8 +80,8 @@ def cmd_demo(args):
     runs = _measure([256], 16)
     print(_bench_table(runs))
     if not args.no_synth:
-        print("\nSynthesis (Yosys + nextpnr; first run takes minutes, then cached):")
-        results = [synthesize(block, device) for device, blocks in STANDARD.items()
+        print("\nSynthesis (Yosys + nextpnr, out of context; PE rows: make synth-report):")
+        results = [synthesize(block, device) for device, blocks in DEMO.items()
                    for block in blocks]
         print(format_table(results))
         print("\nCost of precision scalability:")
