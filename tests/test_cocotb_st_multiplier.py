@@ -19,3 +19,19 @@ def test_st_multiplier(sim, config):
     design = Design(f"st_multiplier_{config}", "hdl.st_multiplier:STMultiplier",
                     CONFIGURATIONS[config])
     assert run_cocotb(design, "tests.cocotb.tb_st_multiplier", sim=sim) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("draw", range(4))
+def test_st_multiplier_random_configuration(sim, draw):
+    """Long regression: configurations drawn at random (make test-full)."""
+    import random
+
+    from hls_ref import Precision
+
+    rng = random.Random(1000 + draw)
+    precisions = rng.sample([p.label for p in Precision], rng.randint(1, 5))
+    params = {"stages": rng.randint(0, 3), "precisions": sorted(precisions),
+              "user_width": rng.randint(0, 4)}
+    design = Design(f"st_multiplier_random{draw}", "hdl.st_multiplier:STMultiplier", params)
+    assert run_cocotb(design, "tests.cocotb.tb_st_multiplier", sim=sim, seed=draw) == 4
