@@ -13,6 +13,7 @@ TESTS   ?=
 SEED    ?=
 WAVES   ?= 0
 JOBS    ?= 2
+MARK    ?= cocotb and not slow
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 # Tests treat every warning as an error (pytest's filterwarnings does the same).
@@ -64,7 +65,7 @@ test-full: setup
 	$(PY) -m boards.synth
 
 sim: setup
-	$(STRICT) $(PY) -m pytest -m cocotb --sim $(SIM) $(TESTS)
+	$(STRICT) $(PY) -m pytest -n $(JOBS) -m "$(MARK)" --sim $(SIM) $(TESTS)
 
 formal: setup
 	$(STRICT) $(PY) -m sim.proofs -j $(JOBS)
