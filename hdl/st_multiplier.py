@@ -192,22 +192,18 @@ class STMultiplier(wiring.Component):
             m.d.comb += advance.eq(self.o.ready)
         m.d.comb += self.i.ready.eq(advance)
 
-        def stage(index, value, name):
-            """Register ``value`` when pipeline stage ``index`` is configured."""
+        def stage(index, value, name, *, reset_less=True):
+            """Register ``value`` when pipeline stage ``index`` is configured (data needs no
+            reset; valid bits do)."""
             if self._stages < index:
                 return value
-            register = Signal(value.shape(), name=name, reset_less=True)
+            register = Signal(value.shape(), name=name, reset_less=reset_less)
             with m.If(advance):
                 m.d.sync += register.eq(value)
             return register
 
         def stage_valid(index, valid, name):
-            if self._stages < index:
-                return valid
-            register = Signal(name=name)
-            with m.If(advance):
-                m.d.sync += register.eq(valid)
-            return register
+            return stage(index, valid, name, reset_less=False)
 
         payload = self.i.payload
         code = Signal(Precision, name="code_in")
