@@ -25,7 +25,45 @@ def _check_acc_width(acc_width, precisions):
     return acc_width
 
 
-class ProcessingElement(wiring.Component):
+class _PEParameters:
+    """Validated parameters and derived layouts shared by a PE and a PE row."""
+
+    def _init_parameters(self, precisions, stages, acc_width):
+        self._precisions = check_precisions(precisions)
+        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
+        self._acc_width = _check_acc_width(acc_width, self._precisions)
+
+    @property
+    def precisions(self):
+        """Supported configurations, as a tuple of :class:`Precision`."""
+        return self._precisions
+
+    @property
+    def stages(self):
+        """Pipeline stages of the multiplier."""
+        return self._stages
+
+    @property
+    def acc_width(self):
+        """Accumulator width, in bits."""
+        return self._acc_width
+
+    @property
+    def latency(self):
+        """Cycles from a ``last`` input transfer to its sum(s) on ``o`` without back-pressure."""
+        return self._stages + 1
+
+    def _input_layout(self, weight_shape):
+        return data.StructLayout({
+            "a": unsigned(OPERAND_WIDTH),
+            "b": weight_shape,
+            "precision": Precision,
+            "clear": unsigned(1),
+            "last": unsigned(1),
+        })
+
+
+class ProcessingElement(_PEParameters, wiring.Component):
     """One ST multiplier and an accumulator: sums ST results over a sequence of transfers.
 
     An input transfer with ``clear`` set starts a new sum (``acc := product``); otherwise the
@@ -52,44 +90,16 @@ class ProcessingElement(wiring.Component):
     """
 
     def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32):
-        self._precisions = check_precisions(precisions)
-        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
-        self._acc_width = _check_acc_width(acc_width, self._precisions)
+        self._init_parameters(precisions, stages, acc_width)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(signed(self._acc_width))),
         })
 
     @property
-    def precisions(self):
-        """Supported configurations, as a tuple of :class:`Precision`."""
-        return self._precisions
-
-    @property
-    def stages(self):
-        """Pipeline stages of the multiplier."""
-        return self._stages
-
-    @property
-    def acc_width(self):
-        """Accumulator width, in bits."""
-        return self._acc_width
-
-    @property
-    def latency(self):
-        """Cycles from a ``last`` input transfer to its sum on ``o`` without back-pressure."""
-        return self._stages + 1
-
-    @property
     def input_layout(self):
         """Layout of an input transfer."""
-        return data.StructLayout({
-            "a": unsigned(OPERAND_WIDTH),
-            "b": unsigned(OPERAND_WIDTH),
-            "precision": Precision,
-            "clear": unsigned(1),
-            "last": unsigned(1),
-        })
+        return self._input_layout(unsigned(OPERAND_WIDTH))
 
     def elaborate(self, platform):
         m = Module()
@@ -126,7 +136,7 @@ class ProcessingElement(wiring.Component):
         return m
 
 
-class PERow(wiring.Component):
+class PERow(_PEParameters, wiring.Component):
     """A row of processing elements in lock-step: one activation operand for all, one weight
     operand each (the 2D-convolution arrangement: one output channel per PE).
 
@@ -147,9 +157,7 @@ class PERow(wiring.Component):
 
     def __init__(self, *, pes=16, precisions=tuple(Precision), stages=2, acc_width=32):
         self._pes = check_int("pes", pes, minimum=1)
-        self._precisions = check_precisions(precisions)
-        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
-        self._acc_width = _check_acc_width(acc_width, self._precisions)
+        self._init_parameters(precisions, stages, acc_width)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(data.ArrayLayout(signed(self._acc_width), pes))),
@@ -161,30 +169,9 @@ class PERow(wiring.Component):
         return self._pes
 
     @property
-    def precisions(self):
-        """Supported configurations, as a tuple of :class:`Precision`."""
-        return self._precisions
-
-    @property
-    def acc_width(self):
-        """Accumulator width, in bits."""
-        return self._acc_width
-
-    @property
-    def latency(self):
-        """Cycles from a ``last`` input transfer to its sums on ``o`` without back-pressure."""
-        return self._stages + 1
-
-    @property
     def input_layout(self):
         """Layout of an input transfer."""
-        return data.StructLayout({
-            "a": unsigned(OPERAND_WIDTH),
-            "b": data.ArrayLayout(unsigned(OPERAND_WIDTH), self._pes),
-            "precision": Precision,
-            "clear": unsigned(1),
-            "last": unsigned(1),
-        })
+        return self._input_layout(data.ArrayLayout(unsigned(OPERAND_WIDTH), self._pes))
 
     def elaborate(self, platform):
         m = Module()
