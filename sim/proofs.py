@@ -26,9 +26,21 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import numpy as np
-from amaranth.asserts import AnyConst
-from amaranth.hdl import Assert, Assume, Const, Elaboratable, Module, Value, signed
+from amaranth.asserts import AnyConst, AnySeq
+from amaranth.hdl import (
+    Assert,
+    Assume,
+    Const,
+    Elaboratable,
+    Module,
+    ResetSignal,
+    Signal,
+    Value,
+    signed,
+)
+from amaranth.lib.wiring import In
 
+from hdl.pe import ProcessingElement
 from hdl.st_multiplier import STMultiplier, nibble_product
 from hls_ref.precision import OPERAND_WIDTH, Precision
 from hls_ref.st import signed_field
@@ -39,6 +51,7 @@ __all__ = [
     "NibbleProductSpec",
     "STDecompositionSpec",
     "STMultiplierSpec",
+    "StreamContractSpec",
     "all_identities",
     "all_proofs",
     "check_decomposition",
@@ -232,6 +245,29 @@ class NibbleProductSpec(Elaboratable):
         return m
 
 
+class StreamContractSpec(Elaboratable):
+    """Proof harness (k-induction): the output stream of ``dut`` keeps the Amaranth stream
+    contract under any input and any back-pressure: once ``valid`` is high it stays high, with
+    the same payload, until ``ready`` takes the transfer. Inputs are driven by ``AnySeq``."""
+
+    def __init__(self, factory):
+        self.factory = factory
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.factory()
+        for _, member, value in dut.signature.flatten(dut):
+            if member.flow == In:
+                m.d.comb += Value.cast(value).eq(AnySeq(len(Value.cast(value))))
+        payload = Value.cast(dut.o.payload)
+        held = Signal()        # the previous cycle offered a transfer that was not taken
+        last_payload = Signal.like(payload)
+        m.d.sync += [held.eq(dut.o.valid & ~dut.o.ready), last_payload.eq(payload)]
+        with m.If(held & ~ResetSignal()):
+            m.d.comb += [Assert(dut.o.valid), Assert(payload == last_payload)]
+        return m
+
+
 _LOW = (Precision.A8W8, Precision.A8W4, Precision.A4W4)
 
 
@@ -245,6 +281,13 @@ def all_proofs():
             proofs[f"{build}_{p.geometry}"] = (
                 partial(STDecompositionSpec, p, precisions), {"flatten": False})
         proofs[f"{build}_undefined_codes"] = (partial(STMultiplierSpec, None, precisions), {})
+    # The output stream contract of the pipelined cores (k-induction).
+    proofs["st_stream_contract"] = (
+        partial(StreamContractSpec, partial(STMultiplier, stages=3, user_width=2)),
+        {"mode": "prove", "depth": 6})
+    proofs["pe_stream_contract"] = (
+        partial(StreamContractSpec, partial(ProcessingElement, stages=2)),
+        {"mode": "prove", "depth": 6})
     # Single-configuration builds are plain products: proven end to end.
     for p in Precision:
         proofs[f"st_fixed_{p.geometry}"] = (partial(STMultiplierSpec, p, (p,)), {})

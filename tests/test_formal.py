@@ -2,6 +2,9 @@
 """Formal proofs of the ST multiplier (SymbiYosys + Yices) and the exact decomposition checks."""
 
 import pytest
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import Out
 
 import hdl.st_multiplier
 from hls_ref import Precision
@@ -70,3 +73,20 @@ def test_identity_check_is_specific_to_the_table():
     _, _, used, _ = hdl.st_multiplier._nibble_plan(Precision.A8W8)
     assert set(weights) != used
     assert proofs.check_decomposition(Precision.A16W16, 31) == ["results do not fit 31 bits"]
+
+
+class _ForgetfulSource(wiring.Component):
+    """A stream source that withdraws its offer after one cycle whether taken or not."""
+
+    o: Out(stream.Signature(8))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.o.valid.eq(~self.o.valid), self.o.payload.eq(self.o.payload + 1)]
+        return m
+
+
+def test_stream_contract_proof_catches_a_withdrawn_offer(tmp_path):
+    result = prove("planted_bug", proofs.StreamContractSpec(_ForgetfulSource),
+                   workdir=tmp_path, mode="prove", depth=4)
+    assert result.status == "FAIL"
