@@ -61,6 +61,8 @@ TARGET_MHZ = 250
 BLOCKS = {
     "st_mul": ("hdl.st_multiplier:STMultiplier", {"stages": 2},
                "ST multiplier, all five configurations, 2 stages", True),
+    "st_mul3": ("hdl.st_multiplier:STMultiplier", {"stages": 3},
+                "ST multiplier, all five configurations, 3 stages", True),
     "mul16": ("hdl.st_multiplier:STMultiplier", {"stages": 2, "precisions": ["a16w16"]},
               "plain 16x16 multiplier, 2 stages, DSP", True),
     "mul16_lut": ("hdl.st_multiplier:STMultiplier", {"stages": 2, "precisions": ["a16w16"]},
@@ -84,13 +86,13 @@ BLOCKS = {
 
 #: The blocks of the full report (``make synth-report``, ``docs/results.md``), per device.
 STANDARD = {
-    "ecp5-85f": ("st_mul", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low", "mac_row",
-                 "mac_row_lut"),
-    "ice40-up5k": ("st_mul", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4"),
+    "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low",
+                 "mac_row", "mac_row_lut"),
+    "ice40-up5k": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4"),
 }
 
 #: The quick subset that ``make demo`` builds (single multipliers and PEs: about a minute).
-DEMO = {device: ("st_mul", "mul16", "mul16_lut", "pe") for device in STANDARD}
+DEMO = {device: ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe") for device in STANDARD}
 
 
 @dataclass(frozen=True)
