@@ -309,6 +309,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m sim.proofs", description=__doc__)
     parser.add_argument("names", nargs="*", help="proofs to run (default: all)")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="proofs run in parallel")
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the formal section of docs/results.md")
     args = parser.parse_args(argv)
     proofs = all_proofs()
     unknown = sorted(set(args.names) - set(proofs))
@@ -325,6 +327,22 @@ def main(argv=None):
                 print(f"       {failure}")
             ok = ok and not failures
     print(f"{sum(r.passed for r in results)} of {len(results)} SMT proofs passed")
+    if args.write_results and not args.names:
+        from boards.synth import write_results_section
+
+        rows = [f"| `{r.name}` | {r.status} | {r.seconds:.1f} |" for r in results]
+        rows += [f"| `{name}` | {'PASS' if not failures else 'FAIL'} | exact check |"
+                 for name, failures in all_identities().items()]
+        write_results_section("formal", "\n".join([
+            "## Formal proofs",
+            "",
+            "Regenerate with `python -m sim.proofs --write-results` (`make formal` runs the "
+            "same proofs). SymbiYosys (yowasp) with Yices, two proofs at a time on 2 cores; "
+            "what each proves is in `sim/proofs.py` and `docs/architecture.md`.",
+            "",
+            "| proof | status | seconds |",
+            "|---|---|---:|",
+            *rows]))
     return 0 if ok else 1
 
 
