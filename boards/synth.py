@@ -184,9 +184,14 @@ def synthesize(block, device_name, *, force=False):
         resources = _yosys_cells((work / "yosys.log").read_text(), device)
         available, fmax = {}, None
         text = log.read_text()
-        overflow = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text) or \
-            re.search(r"Unable to place cell .*", text)
-        note = f"does not fit: {overflow.group(0)}" if overflow else "place and route failed"
+        exhausted = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
+        overused = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text)
+        if exhausted:
+            note = f"does not fit: ran out of {exhausted.group(1)} cells"
+        elif overused:
+            note = f"does not fit: {overused.group(0)}"
+        else:
+            note = "place and route failed"
     result = SynthResult(block, device_name, description, resources, available, fmax,
                          round(time.monotonic() - start, 1), note)
     cached.write_text(json.dumps(asdict(result), indent=1))
