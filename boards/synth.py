@@ -143,6 +143,15 @@ def _yosys_cells(log_text, device):
             "DSP": counts.get("MULT18X18D", 0)}
 
 
+def _canonical(design):
+    """``design`` (RTLIL text) with Amaranth's automatic names (``$453``, ``port$453$0``)
+    renumbered by first appearance: they count every signal the process has created, so the
+    same core gets different numbers depending on what was built before it."""
+    names = {}
+    return re.sub(r"\$\d+(?:\$\d+)*",
+                  lambda match: names.setdefault(match.group(0), f"${len(names)}"), design)
+
+
 def synthesize(block, device_name, *, force=False):
     """Synthesise and place-and-route ``block`` on ``device_name``; return a
     :class:`SynthResult` (cached unless ``force``)."""
@@ -161,7 +170,7 @@ def synthesize(block, device_name, *, force=False):
     synth_command = device.synth_command.format(dsp=device.dsp_options[0 if dsp else 1],
                                                 json="top.json")
     flow = json.dumps([asdict(device), synth_command, nextpnr_command], sort_keys=True)
-    digest = hashlib.sha256((design + flow).encode()).hexdigest()[:16]
+    digest = hashlib.sha256((_canonical(design) + flow).encode()).hexdigest()[:16]
     work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
     cached = work / "result.json"
     if cached.exists() and not force:
