@@ -174,7 +174,9 @@ def synthesize(block, device_name, *, force=False):
     work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
     cached = work / "result.json"
     if cached.exists() and not force:
-        return SynthResult(**json.loads(cached.read_text()))
+        fields = json.loads(cached.read_text())
+        fields["description"] = description  # documentation, not part of the synthesis
+        return SynthResult(**fields)
 
     work.mkdir(parents=True, exist_ok=True)
     log = work / "flow.log"
