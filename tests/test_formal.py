@@ -56,22 +56,36 @@ def test_proof_catches_a_dropped_product(tmp_path, monkeypatch):
     assert result.status == "FAIL"
 
 
-class _UncrossedA8W8:
-    """An 8x8 configuration with straight instead of crossed pairing."""
+def _wrong_decomposition(monkeypatch, change):
+    real = proofs.nibble_decomposition
 
-    lanes, act_bits, weight_bits = 2, 8, 8
+    def wrong(precision):
+        weights, signed_a, signed_b = real(precision)
+        return change(dict(weights), set(signed_a), set(signed_b))
 
-    @staticmethod
-    def pairs():
-        return (((0, 8), (0, 8)), ((8, 8), (8, 8)))
+    monkeypatch.setattr(proofs, "nibble_decomposition", wrong)
 
 
-def test_identity_check_is_specific_to_the_table():
-    # The decomposition of a different table is self-consistent, so the identity holds for it;
-    # but the RTL's nibble masks for A8W8 do not match it.
-    weights, _, _ = proofs.nibble_decomposition(_UncrossedA8W8)
-    _, _, used, _ = hdl.st_multiplier._nibble_plan(Precision.A8W8)
-    assert set(weights) != used
+def test_identity_check_catches_an_unsigned_top_nibble(monkeypatch):
+    _wrong_decomposition(monkeypatch, lambda w, sa, sb: (w, sa - {3}, sb))
+    failures = proofs.check_decomposition(Precision.A8W8, 17)
+    assert failures == ["bits [15:8] are not their nibble sum"]
+
+
+def test_identity_check_catches_a_misweighted_product(monkeypatch):
+    _wrong_decomposition(monkeypatch, lambda w, sa, sb: ({**w, (2, 1): w[(2, 1)] + 4}, sa, sb))
+    assert proofs.check_decomposition(Precision.A16W16, 32) == [
+        "coefficients of the decomposition differ from the specification"]
+
+
+def test_identity_check_catches_a_dropped_product(monkeypatch):
+    _wrong_decomposition(monkeypatch, lambda w, sa, sb: (
+        {key: value for key, value in w.items() if key != (0, 3)}, sa, sb))
+    assert proofs.check_decomposition(Precision.A4W4, 10) == [
+        "coefficients of the decomposition differ from the specification"]
+
+
+def test_identity_check_catches_a_narrow_result():
     assert proofs.check_decomposition(Precision.A16W16, 31) == ["results do not fit 31 bits"]
 
 
