@@ -1,8 +1,10 @@
 """The ``tessera`` command line.
 
-``tessera demo``        the README's main job: the ST multiplier and PE, demonstrated on the
-                        RTL and checked against the golden model, and their synthesis table.
+``tessera demo``        the README's main job: the ST multiplier and PE on the RTL against the
+                        golden model, the golden models against TFLite on the MLPerf Tiny
+                        models, and the synthesis table.
 ``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md).
+``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models.
 ``tessera precisions``  the ST configurations.
 """
 
@@ -79,6 +81,14 @@ def cmd_demo(args):
     print("\nDot products on a 16-PE row, RTL in simulation, checked against numpy:")
     runs = _measure([256], 16)
     print(_bench_table(runs))
+    print("\nGolden models against TFLite's reference kernels (LiteRT BUILTIN_REF) on the "
+          "MLPerf Tiny models,\nevery layer's output compared (chained and isolated), "
+          f"{args.inputs} seeded random inputs per model:")
+    from .compare import compare_with_litert, format_comparisons
+    from .models import BUILTIN_MODELS
+
+    comparisons = [compare_with_litert(m, inputs=args.inputs, seed=0) for m in BUILTIN_MODELS]
+    print(format_comparisons(comparisons))
     if not args.no_synth:
         print("\nSynthesis (Yosys + nextpnr, out of context; PE rows: make synth-report):")
         results = [synthesize(block, device) for device, blocks in DEMO.items()
@@ -87,8 +97,26 @@ def cmd_demo(args):
         print("\nCost of precision scalability:")
         print(precision_cost(results))
     ok = all(run.correct for run in runs)
+    exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
     print("\nall sums bit-exact" if ok else "\nMISMATCH against the golden model")
+    print("golden models bit-exact with TFLite on every layer" if exact
+          else "MISMATCH between the golden models and TFLite")
+    ok = ok and exact
     return 0 if ok else 1
+
+
+def cmd_run(args):
+    from .run import run_model
+
+    try:
+        mismatches = run_model(args.model, backend=args.backend, input_path=args.input,
+                               output_path=args.output, dump_dir=args.dump_layers,
+                               seed=args.seed, compare_litert=args.compare_litert)
+    except (ValueError, OSError) as error:
+        # bad model names, unsupported operators, inputs of the wrong shape: one clear line
+        print(f"tessera run: error: {error}", file=sys.stderr)
+        return 2
+    return 1 if mismatches else 0
 
 
 def main(argv=None):
@@ -97,6 +125,8 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="demonstrate the ST multiplier and PE")
     demo.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
+    demo.add_argument("--inputs", type=int, default=20,
+                      help="random inputs per model for the TFLite comparison")
     demo.set_defaults(run=cmd_demo)
     bench = commands.add_parser("bench", help="cycle benchmarks from simulation")
     bench.add_argument("--channels", type=int, nargs="+", default=[64, 1024],
@@ -105,6 +135,19 @@ def main(argv=None):
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)
+    run = commands.add_parser("run", help="run a model on the golden models")
+    run.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder) or a "
+                                   ".tflite file")
+    run.add_argument("--backend", choices=["golden"], default="golden")
+    run.add_argument("--input", metavar="X.npy",
+                     help="the model's input tensor (its dtype and shape); default: seeded "
+                          "random")
+    run.add_argument("--output", metavar="Y.npy", help="save the output tensor")
+    run.add_argument("--dump-layers", metavar="DIR", help="save every layer's output tensor")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random input")
+    run.add_argument("--compare-litert", action="store_true",
+                     help="also run TFLite's reference kernels and count mismatches per layer")
+    run.set_defaults(run=cmd_run)
     precisions = commands.add_parser("precisions", help="list the ST configurations")
     precisions.set_defaults(run=cmd_precisions)
     args = parser.parse_args(argv)
