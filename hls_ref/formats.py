@@ -1,0 +1,270 @@
+"""Data formats shared by the compiler, the golden models and the accelerators.
+
+``docs/formats.md`` is the prose of this module; every statement there is exercised by
+``tests/test_hls_ref_formats.py``. External memory is seen as 64-bit little-endian beats.
+
+* :class:`TensorLayout` -- activation tensors: HWC, densely packed sub-words (16 x int4,
+  8 x int8 or 4 x int16 per beat), each pixel's channel vector aligned so that a beat never
+  straddles two pixels unless whole pixels share it, each row starting on a beat.
+* :func:`conv_weight_blob`, :func:`depthwise_weight_blob`, :func:`fc_weight_blob` -- weights
+  pre-arranged by the compiler as the PE array consumes them: one 16-bit ST ``B`` operand per
+  PE per cycle, already in the crossed slot order.
+* :class:`QuantBlock` -- per-layer and per-output-channel requantization parameters.
+* :func:`accumulator_bound` -- the no-overflow proof the compiler runs on the real weights.
+"""
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from .precision import Precision
+from .st import pack_weights
+
+__all__ = [
+    "BEAT_BITS",
+    "OUTPUT_WIDTHS",
+    "QuantBlock",
+    "TensorLayout",
+    "accumulator_bound",
+    "conv_weight_blob",
+    "depthwise_weight_blob",
+    "fc_weight_blob",
+    "fold_input_zero_point",
+]
+
+BEAT_BITS = 64
+OUTPUT_WIDTHS = (4, 8, 16)
+
+
+def _check_bits(bits):
+    if bits not in OUTPUT_WIDTHS:
+        raise ValueError(f"element width must be one of {OUTPUT_WIDTHS} bits, not {bits}")
+
+
+@dataclass(frozen=True)
+class TensorLayout:
+    """Where element ``(h, w, c)`` of an ``H x W x C`` tensor of ``bits``-bit values lives.
+
+    ``channel_stride`` is C rounded up to a multiple of the elements per beat, or, when C is
+    smaller than a beat, to the next power of two (so several whole pixels share one beat);
+    ``row_stride`` (elements) is ``W * channel_stride`` rounded up to a whole beat. Element
+    index ``h * row_stride + w * channel_stride + c`` occupies bits
+    ``[index * bits, (index + 1) * bits)`` of the little-endian beat stream. Filler elements
+    are zero.
+    """
+
+    height: int
+    width: int
+    channels: int
+    bits: int
+
+    def __post_init__(self):
+        _check_bits(self.bits)
+        for name in ("height", "width", "channels"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+
+    @property
+    def per_beat(self):
+        """Elements per 64-bit beat."""
+        return BEAT_BITS // self.bits
+
+    @property
+    def channel_stride(self):
+        c, n = self.channels, self.per_beat
+        if c >= n:
+            return -(-c // n) * n
+        return 1 << (c - 1).bit_length()
+
+    @property
+    def row_stride(self):
+        n = self.per_beat
+        return -(-self.width * self.channel_stride // n) * n
+
+    @property
+    def beats(self):
+        """Size of the tensor in beats."""
+        return self.height * self.row_stride // self.per_beat
+
+    @property
+    def bytes(self):
+        return self.beats * BEAT_BITS // 8
+
+    def element_index(self, h, w, c):
+        return h * self.row_stride + w * self.channel_stride + c
+
+    def pack(self, x):
+        """HWC signed integers -> uint64 beats."""
+        x = np.asarray(x, np.int64)
+        if x.shape != (self.height, self.width, self.channels):
+            raise ValueError(f"tensor shape {x.shape} does not match the layout "
+                             f"{(self.height, self.width, self.channels)}")
+        low, high = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if x.size and (x.min() < low or x.max() > high):
+            raise ValueError(f"values must fit signed {self.bits} bits")
+        grid = np.zeros((self.height, self.row_stride), np.uint64)
+        rows = grid[:, :self.width * self.channel_stride].reshape(
+            self.height, self.width, self.channel_stride)
+        rows[..., :self.channels] = (x & ((1 << self.bits) - 1)).astype(np.uint64)
+        fields = grid.reshape(-1, self.per_beat)
+        shifts = (np.arange(self.per_beat, dtype=np.uint64) * np.uint64(self.bits))
+        return np.bitwise_or.reduce(fields << shifts, axis=1)
+
+    def unpack(self, beats):
+        """uint64 beats -> HWC int64 values (filler elements ignored)."""
+        beats = np.asarray(beats, np.uint64)
+        if beats.shape != (self.beats,):
+            raise ValueError(f"expected {self.beats} beats, got {beats.shape}")
+        shifts = np.arange(self.per_beat, dtype=np.uint64) * np.uint64(self.bits)
+        mask = np.uint64((1 << self.bits) - 1)
+        fields = ((beats[:, None] >> shifts) & mask).astype(np.int64)
+        fields = np.where(fields >= 1 << (self.bits - 1), fields - (1 << self.bits), fields)
+        grid = fields.reshape(self.height, self.row_stride)
+        rows = grid[:, :self.width * self.channel_stride].reshape(
+            self.height, self.width, self.channel_stride)
+        return rows[..., :self.channels]
+
+
+def _words_to_blob(words):
+    """16-bit words (in order) -> uint64 beats, word ``i`` at bits ``[16*(i%4), ...)`` of beat
+    ``i//4``; the last beat is zero-filled."""
+    words = np.asarray(words, np.uint64).ravel()
+    words = np.concatenate([words, np.zeros(-len(words) % 4, np.uint64)])
+    return np.bitwise_or.reduce(words.reshape(-1, 4) << (np.arange(4, dtype=np.uint64) * 16),
+                                axis=1)
+
+
+def _pe_blocks(values, pes):
+    """Split the leading (output) axis into blocks of ``pes``, zero-filling the last one."""
+    count = values.shape[0]
+    blocks = -(-count // pes)
+    padded = np.zeros((blocks * pes, *values.shape[1:]), np.int64)
+    padded[:count] = values
+    return padded.reshape(blocks, pes, *values.shape[1:])
+
+
+def conv_weight_blob(w, precision, pes):
+    """Conv2D weights (OHWI) -> beats, in PE-array order.
+
+    Output channels are split into blocks of ``pes`` (one per PE, the last block zero-filled);
+    within a block the order is ``(kh, kw, input-channel group, pe)``: each group of ``lanes``
+    consecutive input channels is one ST ``B`` word per PE. Four words per beat.
+    """
+    precision = Precision.parse(precision)
+    blocks = _pe_blocks(np.asarray(w, np.int64), pes)        # (B, P, kh, kw, C)
+    words = pack_weights(blocks, precision)                    # (B, P, kh, kw, G)
+    return _words_to_blob(words.transpose(0, 2, 3, 4, 1))
+
+
+def depthwise_weight_blob(w, precision, pes):
+    """Depthwise weights (HWC) -> beats: channels in blocks of ``pes``; the ``kh * kw`` taps
+    of a channel (row-major) grouped ``lanes`` at a time into ST words; order
+    ``(block, tap group, pe)``."""
+    precision = Precision.parse(precision)
+    kh, kw, c = np.asarray(w).shape
+    taps = np.asarray(w, np.int64).reshape(kh * kw, c).T     # (C, taps)
+    words = pack_weights(_pe_blocks(taps, pes), precision)    # (B, P, G)
+    return _words_to_blob(words.transpose(0, 2, 1))
+
+
+def fc_weight_blob(w, precision, pes):
+    """FullyConnected weights ``[out, in]`` -> beats: outputs in blocks of ``pes``, inputs
+    grouped ``lanes`` at a time; order ``(block, input group, pe)``."""
+    precision = Precision.parse(precision)
+    words = pack_weights(_pe_blocks(np.asarray(w, np.int64), pes), precision)   # (B, P, G)
+    return _words_to_blob(words.transpose(0, 2, 1))
+
+
+def fold_input_zero_point(bias, w_by_channel, input_zero_point):
+    """Bias with the input zero point folded in: ``bias[o] - zp_in * sum(w[o, ...])``.
+
+    The accelerators multiply raw activations (padding with the zero point) and add this
+    bias, which equals TFLite's ``sum((x - zp_in) * w) + bias`` exactly.
+    """
+    w = np.asarray(w_by_channel, np.int64)
+    sums = w.reshape(w.shape[0], -1).sum(axis=1)
+    bias = np.zeros(w.shape[0], np.int64) if bias is None else np.asarray(bias, np.int64)
+    return bias - input_zero_point * sums
+
+
+def accumulator_bound(w_by_channel, folded_bias, act_bits):
+    """Largest |accumulator| any input can produce, per output channel.
+
+    ``|bias| + 2**(act_bits-1) * sum(|w|)``: every partial sum, in any order and across any
+    input-channel tiling, is bounded by it too. The compiler refuses a layer whose bound
+    exceeds the accumulator (int32).
+    """
+    w = np.abs(np.asarray(w_by_channel, np.int64))
+    return np.abs(np.asarray(folded_bias, np.int64)) + (w.reshape(w.shape[0], -1).sum(axis=1)
+                                                        << (act_bits - 1))
+
+
+@dataclass(frozen=True)
+class QuantBlock:
+    """Requantization parameters of one layer tile, as the accelerator loads them.
+
+    Layout (64-bit beats): beat 0 is the header -- bits 0-15 output zero point, 16-31 clamp
+    minimum, 32-47 clamp maximum (all int16), bit 48 the scaling mode (0 fixed point, 1 double
+    precision), bits 56-63 the channel count minus one; then two beats per output channel:
+    the folded int32 bias (bits 0-31) and the Q31 multiplier (bits 32-63), then either the
+    int8 shift (fixed point, bits 0-7) or the IEEE binary64 scale (double precision).
+    """
+
+    zero_point: int
+    act_min: int
+    act_max: int
+    bias: np.ndarray
+    multiplier: np.ndarray
+    shift: np.ndarray
+    real_scale: np.ndarray | None = None
+
+    @property
+    def channels(self):
+        return len(self.bias)
+
+    def select(self, lo, hi):
+        """The block of output channels ``[lo, hi)`` (what one tile's command loads)."""
+        return QuantBlock(self.zero_point, self.act_min, self.act_max, self.bias[lo:hi],
+                          self.multiplier[lo:hi], self.shift[lo:hi],
+                          None if self.real_scale is None else self.real_scale[lo:hi])
+
+    def pack(self):
+        """-> uint64 beats."""
+        n = self.channels
+        if not 1 <= n <= 256:
+            raise ValueError(f"a quantization block holds 1 to 256 channels, not {n}")
+        header = ((self.zero_point & 0xFFFF) | (self.act_min & 0xFFFF) << 16
+                  | (self.act_max & 0xFFFF) << 32
+                  | (int(self.real_scale is not None) << 48) | (n - 1) << 56)
+        beats = [header]
+        for c in range(n):
+            bias, mult = int(self.bias[c]), int(self.multiplier[c])
+            beats.append((bias & 0xFFFF_FFFF) | mult << 32)
+            if self.real_scale is None:
+                beats.append(int(self.shift[c]) & 0xFF)
+            else:
+                beats.append(struct.unpack("<Q", struct.pack("<d", self.real_scale[c]))[0])
+        return np.array(beats, np.uint64)
+
+    @classmethod
+    def unpack(cls, beats):
+        beats = [int(b) for b in np.asarray(beats, np.uint64)]
+
+        def signed(value, bits):
+            return value - (1 << bits) if value >> (bits - 1) else value
+
+        header = beats[0]
+        n = (header >> 56) + 1
+        double = bool(header >> 48 & 1)
+        body = beats[1:1 + 2 * n]
+        bias = np.array([signed(b & 0xFFFF_FFFF, 32) for b in body[0::2]], np.int64)
+        mult = np.array([b >> 32 for b in body[0::2]], np.int64)
+        if double:
+            scale = np.array([struct.unpack("<d", struct.pack("<Q", b))[0] for b in body[1::2]])
+            shift = np.zeros(n, np.int64)
+        else:
+            scale = None
+            shift = np.array([signed(b & 0xFF, 8) for b in body[1::2]], np.int64)
+        return cls(signed(header & 0xFFFF, 16), signed(header >> 16 & 0xFFFF, 16),
+                   signed(header >> 32 & 0xFFFF, 16), bias, mult, shift, scale)

@@ -1,0 +1,327 @@
+"""Invocation-level golden models of the three accelerators (2D conv, depthwise conv, FC).
+
+One call of :meth:`~ConvAccelerator.invoke` is one accelerator command on one tile, as the
+hardware runs it: load the tile into PLM-sized arrays (capacities checked), pack activations
+and weights into 16-bit ST operands exactly as ``docs/formats.md`` lays them out, multiply
+them with the ST golden model (:func:`hls_ref.st.st_product`) one operand pair at a time,
+accumulate in 32-bit two's complement, and -- on ``q_flag`` -- requantize to ``out_bits``.
+
+Flags across input-channel (or input-neuron) tiles, as in seed 002:
+
+* ``acc_flag=False`` starts the accumulators from the folded bias of the quantization block;
+  ``acc_flag=True`` adds this tile's products to the accumulators the previous command left.
+* ``q_flag=True`` requantizes and returns the output tile; otherwise nothing is returned
+  (partial sums stay in the accumulator PLM).
+
+The tiled drivers (:func:`conv2d_tiled`, :func:`depthwise_conv2d_tiled`,
+:func:`fully_connected_tiled`) are the host loop: they cut a layer into commands
+(output-channel blocks, output-row stripes, input-channel tiles innermost) and reassemble the
+output. Any tiling must give the untiled layer's result (tests prove it).
+"""
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .formats import OUTPUT_WIDTHS
+from .precision import Precision
+from .quant import multiply_by_quantized_multiplier, scale_by_double
+from .st import pack_activations, pack_weights, st_product, wrap_signed
+
+__all__ = [
+    "ACC_BITS",
+    "DEFAULT_LIMITS",
+    "Command",
+    "ConvAccelerator",
+    "DepthwiseAccelerator",
+    "FCAccelerator",
+    "InvocationError",
+    "Limits",
+    "conv2d_tiled",
+    "depthwise_conv2d_tiled",
+    "fully_connected_tiled",
+    "row_tile",
+]
+
+ACC_BITS = 32
+
+
+class InvocationError(ValueError):
+    """A command the accelerator must refuse (the hardware sets an error status instead)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Capacities of one accelerator instance.
+
+    ``pes``: processing elements (output channels, channels or neurons per command);
+    ``plm_in``, ``plm_w``: input and weight PLM capacity in 16-bit ST words;
+    ``plm_acc``: accumulator PLM capacity in 32-bit words; ``max_kernel``: (h, w) maximum.
+    """
+
+    pes: int = 16
+    plm_in: int = 16384
+    plm_w: int = 16384
+    plm_acc: int = 16384
+    max_kernel: tuple = (10, 10)
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Command:
+    """One accelerator command (the fields of a descriptor that matter to the arithmetic)."""
+
+    precision: Precision = Precision.A8W8
+    out_bits: int = 8
+    kernel: tuple = (1, 1)
+    stride: tuple = (1, 1)
+    padding: tuple = (0, 0, 0, 0)     # this tile's (top, bottom, left, right)
+    pad_value: int = 0                 # the input zero point
+    acc_flag: bool = False
+    q_flag: bool = True
+
+
+def _check_command(cmd, limits):
+    if cmd.out_bits not in OUTPUT_WIDTHS:
+        raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
+                              f"{cmd.out_bits}")
+    kh, kw = cmd.kernel
+    if not (1 <= kh <= limits.max_kernel[0] and 1 <= kw <= limits.max_kernel[1]):
+        raise InvocationError(f"kernel {kh}x{kw} exceeds the maximum "
+                              f"{limits.max_kernel[0]}x{limits.max_kernel[1]}")
+    if any(s not in (1, 2) for s in cmd.stride):
+        raise InvocationError(f"stride must be 1 or 2, not {cmd.stride}")
+    if min(cmd.padding) < 0 or max(cmd.padding) >= max(kh, kw):
+        raise InvocationError(f"padding {cmd.padding} must be below the kernel size")
+
+
+def _check_capacity(what, needed, capacity):
+    if needed > capacity:
+        raise InvocationError(f"{what} needs {needed} words, the PLM holds {capacity}")
+
+
+def _requantize(acc, qblock, out_bits):
+    if qblock.real_scale is not None:
+        scaled = scale_by_double(acc, qblock.real_scale)
+    else:
+        scaled = multiply_by_quantized_multiplier(acc, qblock.multiplier, qblock.shift)
+    low = max(qblock.act_min, -(1 << (out_bits - 1)))
+    high = min(qblock.act_max, (1 << (out_bits - 1)) - 1)
+    return np.clip(scaled + qblock.zero_point, low, high)
+
+
+class _Accelerator:
+    """Accumulator PLM state shared by the three accelerators."""
+
+    def __init__(self, limits=DEFAULT_LIMITS):
+        self.limits = limits
+        self.acc = None
+
+    def _accumulate(self, cmd, partial, qblock):
+        if cmd.acc_flag:
+            if self.acc is None or self.acc.shape != partial.shape:
+                raise InvocationError("acc_flag set but the accumulators hold no partial sums "
+                                      "of this tile's shape")
+            acc = self.acc + partial
+        else:
+            if qblock.channels != partial.shape[-1]:
+                raise InvocationError(f"quantization block has {qblock.channels} channels, "
+                                      f"the tile {partial.shape[-1]}")
+            acc = qblock.bias + partial
+        self.acc = wrap_signed(acc, ACC_BITS)
+        if not cmd.q_flag:
+            return None
+        return _requantize(self.acc, qblock, cmd.out_bits)
+
+
+def _pad(x, padding, value):
+    top, bottom, left, right = padding
+    return np.pad(x, ((top, bottom), (left, right), (0, 0)), constant_values=value)
+
+
+class ConvAccelerator(_Accelerator):
+    """2D convolution: one output channel per PE; ST lanes from consecutive input channels."""
+
+    def invoke(self, cmd, x, w, qblock):
+        """Run one command on input tile ``x`` (HWC, raw values), weights ``w`` (OHWI, O at
+        most ``pes``) and quantization block ``qblock``; returns the output tile or None."""
+        _check_command(cmd, self.limits)
+        p = Precision.parse(cmd.precision)
+        x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+        cout, kh, kw, cin = w.shape
+        if (kh, kw) != tuple(cmd.kernel) or x.shape[2] != cin:
+            raise InvocationError(f"weights {w.shape} do not match the command's kernel "
+                                  f"{cmd.kernel} and the input's {x.shape[2]} channels")
+        if cout > self.limits.pes:
+            raise InvocationError(f"{cout} output channels exceed the {self.limits.pes} PEs")
+        groups = -(-cin // p.lanes)
+        _check_capacity("input tile", x.shape[0] * x.shape[1] * groups, self.limits.plm_in)
+        _check_capacity("weight tile", cout * kh * kw * groups, self.limits.plm_w)
+        a = pack_activations(_pad(x, cmd.padding, cmd.pad_value), p)       # (Hp, Wp, G)
+        b = pack_weights(w, p)                                               # (O, kh, kw, G)
+        sh, sw = cmd.stride
+        ho = (a.shape[0] - kh) // sh + 1
+        wo = (a.shape[1] - kw) // sw + 1
+        if ho < 1 or wo < 1:
+            raise InvocationError(f"input tile {x.shape[:2]} is smaller than the kernel")
+        _check_capacity("output tile", ho * wo * self.limits.pes, self.limits.plm_acc)
+        partial = np.zeros((ho, wo, cout), np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                window = a[i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
+                partial += st_product(window[:, :, None, :], b[None, None, :, i, j, :],
+                                      p).sum(axis=-1)
+        return self._accumulate(cmd, partial, qblock)
+
+
+class DepthwiseAccelerator(_Accelerator):
+    """Depthwise convolution: one channel per PE; ST lanes from the kernel window's taps."""
+
+    def invoke(self, cmd, x, w, qblock):
+        """``x`` HWC (C at most ``pes``), ``w`` HWC taps; see :meth:`ConvAccelerator.invoke`."""
+        _check_command(cmd, self.limits)
+        p = Precision.parse(cmd.precision)
+        x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+        kh, kw, c = w.shape
+        if (kh, kw) != tuple(cmd.kernel) or x.shape[2] != c:
+            raise InvocationError(f"weights {w.shape} do not match the kernel {cmd.kernel} "
+                                  f"and the input's {x.shape[2]} channels")
+        if c > self.limits.pes:
+            raise InvocationError(f"{c} channels exceed the {self.limits.pes} PEs")
+        groups = -(-(kh * kw) // p.lanes)
+        _check_capacity("input tile", x.shape[0] * x.shape[1] * c, self.limits.plm_in)
+        _check_capacity("weight tile", c * groups, self.limits.plm_w)
+        xp = _pad(x, cmd.padding, cmd.pad_value)
+        sh, sw = cmd.stride
+        ho = (xp.shape[0] - kh) // sh + 1
+        wo = (xp.shape[1] - kw) // sw + 1
+        if ho < 1 or wo < 1:
+            raise InvocationError(f"input tile {x.shape[:2]} is smaller than the kernel")
+        _check_capacity("output tile", ho * wo * self.limits.pes, self.limits.plm_acc)
+        taps = np.stack([xp[i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
+                         for i in range(kh) for j in range(kw)], axis=-1)   # (Ho, Wo, C, T)
+        a = pack_activations(taps, p)                                      # (Ho, Wo, C, G)
+        b = pack_weights(w.reshape(kh * kw, c).T, p)                       # (C, G)
+        partial = st_product(a, b[None, None], p).sum(axis=-1)
+        return self._accumulate(cmd, partial, qblock)
+
+
+class FCAccelerator(_Accelerator):
+    """Fully connected: one output neuron per PE; ST lanes from consecutive inputs."""
+
+    def invoke(self, cmd, x, w, qblock):
+        """``x`` [in], ``w`` [out (at most ``pes``), in]; ``cmd.kernel`` etc. are ignored."""
+        p = Precision.parse(cmd.precision)
+        if cmd.out_bits not in OUTPUT_WIDTHS:
+            raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
+                                  f"{cmd.out_bits}")
+        x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+        if w.shape[0] > self.limits.pes:
+            raise InvocationError(f"{w.shape[0]} outputs exceed the {self.limits.pes} PEs")
+        groups = -(-x.shape[0] // p.lanes)
+        _check_capacity("input tile", groups, self.limits.plm_in)
+        _check_capacity("weight tile", w.shape[0] * groups, self.limits.plm_w)
+        partial = st_product(pack_activations(x, p)[None], pack_weights(w, p), p).sum(axis=-1)
+        return self._accumulate(cmd, partial, qblock)
+
+
+def row_tile(out_rows, in_height, kernel, stride, pad_top, pad_bottom):
+    """Input rows and tile padding for output rows ``[r0, r1)`` of a convolution.
+
+    Returns ``(in_r0, in_r1, tile_top, tile_bottom)``: the input rows to load and the padding
+    rows the command inserts above and below them.
+    """
+    r0, r1 = out_rows
+    first = r0 * stride - pad_top
+    last = (r1 - 1) * stride + kernel - pad_top          # exclusive
+    in_r0, in_r1 = max(first, 0), min(last, in_height)
+    bottom = last - in_r1
+    if bottom > pad_bottom and r1 > 0:
+        raise InvocationError(f"output rows {out_rows} reach below the padded input")
+    return in_r0, in_r1, in_r0 - first, bottom
+
+
+def _bounds(splits, total):
+    edges = [0, *splits, total]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def _conv_like_tiled(accelerator, x, w_tile, c_out, c_in, qblock, cmd, out_hw, *,
+                     out_splits, row_splits, in_splits, depthwise):
+    ho, wo = out_hw
+    out = np.zeros((ho, wo, c_out), np.int64)
+    top, bottom, left, right = cmd.padding
+    kh = cmd.kernel[0]
+    for o0, o1 in _bounds(out_splits, c_out):
+        q = qblock.select(o0, o1)
+        for r0, r1 in _bounds(row_splits, ho):
+            in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), x.shape[0], kh, cmd.stride[0],
+                                                     top, bottom)
+            tiles = [(o0, o1)] if depthwise else _bounds(in_splits, c_in)
+            for k, (i0, i1) in enumerate(tiles):
+                tile_cmd = Command(cmd.precision, cmd.out_bits, cmd.kernel, cmd.stride,
+                                   (t_top, t_bottom, left, right), cmd.pad_value,
+                                   acc_flag=k > 0, q_flag=k == len(tiles) - 1)
+                y = accelerator.invoke(tile_cmd, x[in_r0:in_r1, :, i0:i1], w_tile(o0, o1, i0, i1),
+                                       q)
+            out[r0:r1, :, o0:o1] = y
+    return out
+
+
+def conv2d_tiled(x, w, qblock, cmd, *, out_splits=(), row_splits=(), in_splits=(),
+                 limits=DEFAULT_LIMITS):
+    """A whole 2D convolution as a sequence of commands.
+
+    ``cmd`` carries the layer's precision, output width, kernel, stride, full padding and pad
+    value; the ``*_splits`` are the tile boundaries along output channels, output rows and
+    input channels (input-channel splits must be multiples of the precision's lanes).
+    """
+    x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+    lanes = Precision.parse(cmd.precision).lanes
+    if any(s % lanes for s in in_splits):
+        raise InvocationError(f"input-channel tiles must be multiples of {lanes} at "
+                              f"{Precision.parse(cmd.precision).label}")
+    top, bottom, left, right = cmd.padding
+    ho = (x.shape[0] + top + bottom - cmd.kernel[0]) // cmd.stride[0] + 1
+    wo = (x.shape[1] + left + right - cmd.kernel[1]) // cmd.stride[1] + 1
+    return _conv_like_tiled(ConvAccelerator(limits), x,
+                            lambda o0, o1, i0, i1: w[o0:o1, :, :, i0:i1], w.shape[0],
+                            w.shape[3], qblock, cmd, (ho, wo), out_splits=out_splits,
+                            row_splits=row_splits, in_splits=in_splits, depthwise=False)
+
+
+def depthwise_conv2d_tiled(x, w, qblock, cmd, *, out_splits=(), row_splits=(),
+                           limits=DEFAULT_LIMITS):
+    """A whole depthwise convolution (multiplier 1) as commands over channel blocks and
+    output-row stripes."""
+    x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+    top, bottom, left, right = cmd.padding
+    ho = (x.shape[0] + top + bottom - cmd.kernel[0]) // cmd.stride[0] + 1
+    wo = (x.shape[1] + left + right - cmd.kernel[1]) // cmd.stride[1] + 1
+    return _conv_like_tiled(DepthwiseAccelerator(limits), x,
+                            lambda o0, o1, i0, i1: w[:, :, o0:o1], w.shape[2], w.shape[2],
+                            qblock, cmd, (ho, wo), out_splits=out_splits,
+                            row_splits=row_splits, in_splits=(), depthwise=True)
+
+
+def fully_connected_tiled(x, w, qblock, cmd, *, out_splits=(), in_splits=(),
+                          limits=DEFAULT_LIMITS):
+    """A whole FC layer as commands over output blocks and (innermost) input tiles."""
+    x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+    lanes = Precision.parse(cmd.precision).lanes
+    if any(s % lanes for s in in_splits):
+        raise InvocationError(f"input tiles must be multiples of {lanes}")
+    accelerator = FCAccelerator(limits)
+    out = np.zeros(w.shape[0], np.int64)
+    for o0, o1 in _bounds(out_splits, w.shape[0]):
+        tiles = _bounds(in_splits, w.shape[1])
+        for k, (i0, i1) in enumerate(tiles):
+            tile_cmd = Command(cmd.precision, cmd.out_bits, acc_flag=k > 0,
+                               q_flag=k == len(tiles) - 1)
+            y = accelerator.invoke(tile_cmd, x[i0:i1], w[o0:o1, i0:i1], qblock.select(o0, o1))
+        out[o0:o1] = y
+    return out
+

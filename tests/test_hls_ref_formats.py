@@ -1,0 +1,201 @@
+"""Every statement of docs/formats.md, checked (the section each test covers is named)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hls_ref import Precision, pack_activations, pack_weights
+from hls_ref.formats import (
+    QuantBlock,
+    TensorLayout,
+    accumulator_bound,
+    conv_weight_blob,
+    depthwise_weight_blob,
+    fc_weight_blob,
+    fold_input_zero_point,
+)
+from hls_ref.layers import conv2d_acc
+
+
+def _field(beats, index, bits):
+    """Element ``index`` of a little-endian stream of 64-bit beats, unsigned."""
+    per_beat = 64 // bits
+    return (int(beats[index // per_beat]) >> (bits * (index % per_beat))) & ((1 << bits) - 1)
+
+
+# --- 1. Activation tensors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("channels, bits, stride", [
+    (3, 8, 4), (1, 8, 1), (2, 4, 2), (5, 4, 8), (8, 8, 8), (10, 8, 16), (16, 4, 16),
+    (17, 4, 32), (3, 16, 4), (4, 16, 4), (6, 16, 8), (64, 8, 64)])
+def test_channel_stride(channels, bits, stride):
+    assert TensorLayout(1, 1, channels, bits).channel_stride == stride
+
+
+@pytest.mark.parametrize("width, channels, bits, row", [(5, 1, 8, 8), (10, 1, 8, 16),
+                                                        (3, 3, 8, 16), (96, 3, 8, 384),
+                                                        (7, 16, 4, 112), (5, 64, 8, 320)])
+def test_rows_start_on_a_beat(width, channels, bits, row):
+    layout = TensorLayout(2, width, channels, bits)
+    assert layout.row_stride == row and row % layout.per_beat == 0
+    assert layout.beats == 2 * row // layout.per_beat
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 6), st.integers(1, 9), st.integers(1, 40), st.sampled_from([4, 8, 16]),
+       st.integers(0, 2 ** 32 - 1))
+def test_tensor_packing_round_trip_and_bit_positions(h, w, c, bits, seed):
+    layout = TensorLayout(h, w, c, bits)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (h, w, c))
+    beats = layout.pack(x)
+    assert beats.dtype == np.uint64 and beats.shape == (layout.beats,)
+    assert np.array_equal(layout.unpack(beats), x)
+    for _ in range(5):
+        i, j, k = (int(rng.integers(0, n)) for n in (h, w, c))
+        index = layout.element_index(i, j, k)
+        assert index == i * layout.row_stride + j * layout.channel_stride + k
+        assert _field(beats, index, bits) == int(x[i, j, k]) & ((1 << bits) - 1)
+    # filler elements are zero
+    used = {layout.element_index(i, j, k) for i in range(h) for j in range(w) for k in range(c)}
+    fillers = [n for n in range(layout.beats * layout.per_beat) if n not in used]
+    assert all(_field(beats, n, bits) == 0 for n in fillers)
+
+
+def test_int8_example_from_the_document():
+    layout = TensorLayout(1, 2, 3, 8)                   # two pixels of three channels
+    beats = layout.pack(np.array([[[1, 2, 3], [-1, -2, -3]]]))
+    assert beats.tolist() == [0x00FD_FEFF_0003_0201]
+
+
+@pytest.mark.parametrize("precision", list(Precision))
+def test_activation_words_are_st_a_operands(precision):
+    """A 16-bit word of a packed activation tensor is the ST ``A`` operand of the channel
+    group it holds (when the channel stride is a multiple of the lanes)."""
+    rng = np.random.default_rng(precision.value)
+    bits = precision.act_bits
+    x = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (3, 4, 8))
+    beats = TensorLayout(3, 4, 8, bits).pack(x)
+    words = beats.view(np.uint16).reshape(3, 4, -1)[..., :8 // precision.lanes]
+    assert np.array_equal(words, pack_activations(x, precision))
+
+
+def test_bad_layouts_are_refused():
+    with pytest.raises(ValueError, match=r"element width must be one of \(4, 8, 16\) bits, "
+                                         r"not 2"):
+        TensorLayout(1, 1, 1, 2)
+    with pytest.raises(ValueError, match=r"channels must be at least 1, not 0"):
+        TensorLayout(1, 1, 0, 8)
+    with pytest.raises(ValueError, match=r"values must fit signed 4 bits"):
+        TensorLayout(1, 1, 1, 4).pack(np.array([[[8]]]))
+
+
+# --- 2. Weight blobs ------------------------------------------------------------------------
+
+
+def _words(blob):
+    return [(int(b) >> (16 * k)) & 0xFFFF for b in blob for k in range(4)]
+
+
+@pytest.mark.parametrize("precision", list(Precision))
+def test_conv_weight_blob_order(precision):
+    rng = np.random.default_rng(3)
+    bits = precision.weight_bits
+    pes, cout, kh, kw, cin = 4, 6, 2, 3, 5
+    w = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (cout, kh, kw, cin))
+    words = _words(conv_weight_blob(w, precision, pes))
+    groups = -(-cin // precision.lanes)
+    b = pack_weights(w, precision)
+    index = 0
+    for block in range(2):
+        for i in range(kh):
+            for j in range(kw):
+                for g in range(groups):
+                    for pe in range(pes):
+                        o = block * pes + pe
+                        assert words[index] == (int(b[o, i, j, g]) if o < cout else 0)
+                        index += 1
+    assert all(word == 0 for word in words[index:]) and len(words) - index < 4
+
+
+@pytest.mark.parametrize("precision", [Precision.A8W8, Precision.A4W4])
+def test_depthwise_and_fc_weight_blob_order(precision):
+    rng = np.random.default_rng(5)
+    w = rng.integers(-8, 8, (3, 3, 5))
+    words = _words(depthwise_weight_blob(w, precision, 4))
+    taps = pack_weights(w.reshape(9, 5).T, precision)                  # (C, tap groups)
+    groups = taps.shape[1]
+    assert words[:groups * 4] == [int(taps[pe, g]) for g in range(groups) for pe in range(4)]
+    assert words[groups * 4:groups * 8] == [int(taps[4, g]) if pe == 0 else 0
+                                            for g in range(groups) for pe in range(4)]
+    fc = rng.integers(-8, 8, (6, 7))
+    words = _words(fc_weight_blob(fc, precision, 4))
+    packed = pack_weights(fc, precision)
+    assert words[:packed.shape[1] * 4] == [int(packed[pe, g]) for g in range(packed.shape[1])
+                                           for pe in range(4)]
+
+
+# --- 3. Quantization block ------------------------------------------------------------------
+
+
+def test_quant_block_layout():
+    q = QuantBlock(-5, -128, 127, np.array([-7, 1 << 20]), np.array([1 << 30, 1234567890]),
+                   np.array([-3, 2]))
+    beats = q.pack()
+    assert len(beats) == 1 + 2 * 2
+    header = int(beats[0])
+    assert header & 0xFFFF == 0xFFFB                           # zero point -5
+    assert (header >> 16) & 0xFFFF == 0xFF80 and (header >> 32) & 0xFFFF == 127
+    assert (header >> 48) & 1 == 0 and header >> 56 == 1     # fixed point, 2 channels
+    assert int(beats[1]) == (1 << 62) | 0xFFFF_FFF9            # bias -7, multiplier 2**30
+    assert int(beats[2]) == 0xFD                               # shift -3
+    back = QuantBlock.unpack(beats)
+    assert back.zero_point == -5 and back.act_min == -128 and back.act_max == 127
+    assert back.bias.tolist() == [-7, 1 << 20] and back.shift.tolist() == [-3, 2]
+    assert back.real_scale is None
+
+
+def test_quant_block_double_precision_mode():
+    q = QuantBlock(3, 3, 127, np.array([10]), np.array([1 << 30]), np.array([0]),
+                   np.array([0.0123]))
+    beats = q.pack()
+    assert (int(beats[0]) >> 48) & 1 == 1
+    assert beats[2].view(np.float64) == 0.0123
+    assert QuantBlock.unpack(beats).real_scale.tolist() == [0.0123]
+
+
+# --- 4./5. Zero points, padding and the accumulator bound -----------------------------------
+
+
+@pytest.mark.parametrize("zp", [-128, -3, 0, 77])
+def test_folded_bias_with_zero_point_padding_equals_tflite(zp):
+    rng = np.random.default_rng(zp + 200)
+    x = rng.integers(-128, 128, (6, 5, 3))
+    w = rng.integers(-127, 128, (4, 3, 3, 3))
+    bias = rng.integers(-1000, 1000, 4)
+    padding = (1, 2, 0, 1)
+    tflite = conv2d_acc(x, w, bias, zp, padding=padding)
+    # raw activations, padded with the zero point, plus the folded bias
+    raw = conv2d_acc(np.pad(x, ((1, 2), (0, 1), (0, 0)), constant_values=zp), w,
+                     fold_input_zero_point(bias, w, zp), 0)
+    assert np.array_equal(raw, tflite)
+
+
+def test_accumulator_bound_is_sound_and_attained():
+    rng = np.random.default_rng(9)
+    w = rng.integers(-127, 128, (3, 2, 2, 4))
+    folded = rng.integers(-5000, 5000, 3)
+    bound = accumulator_bound(w, folded, 8)
+    for _ in range(50):
+        x = rng.integers(-128, 128, (2, 2, 4))
+        acc = np.tensordot(w, x, axes=([1, 2, 3], [0, 1, 2])) + folded
+        assert np.all(np.abs(acc) <= bound)
+    # the worst input pushes every product the bias's way: the bound is tight up to the
+    # asymmetry of two's complement (127 against -128)
+    sign = np.where(folded >= 0, 1, -1)[:, None, None, None]
+    worst = np.where(w * sign >= 0, 127, -128)
+    attained = np.abs((w * worst).reshape(3, -1).sum(axis=1) + folded)
+    assert np.all(attained <= bound)
+    assert np.all(bound - attained <= np.abs(w).reshape(3, -1).sum(axis=1))
