@@ -53,6 +53,8 @@ def cmd_precisions(args):
 
 
 def cmd_bench(args):
+    from .compare import format_comparisons
+
     runs = _measure(args.channels, args.pes)
     table = _bench_table(runs)
     print(table)
@@ -68,8 +70,35 @@ def cmd_bench(args):
             "operand to valid sums (pipeline latency included), sums checked against numpy.",
             "",
             table]))
+    comparisons = _compare_models(args.inputs)
+    if args.write_results:
+        from boards.synth import write_results_section
+
+        write_results_section("golden", "\n".join([
+            "## Golden models against TFLite reference kernels",
+            "",
+            "Regenerate with `make bench`. Every layer output of each MLPerf Tiny model, for "
+            f"{args.inputs} seeded random inputs, compared element by element with LiteRT "
+            "2.3's reference kernels (`BUILTIN_REF`), both chained (the golden model runs the "
+            "whole network) and isolated (each layer fed LiteRT's own inputs); times are per "
+            "inference on the machine that ran the command.",
+            "",
+            format_comparisons(comparisons)]))
         print("\nwrote docs/results.md")
-    return 0 if all(run.correct for run in runs) else 1
+    exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
+    return 0 if all(run.correct for run in runs) and exact else 1
+
+
+def _compare_models(inputs):
+    from .compare import compare_with_litert, format_comparisons
+    from .models import BUILTIN_MODELS
+
+    print(f"\nGolden models against TFLite's reference kernels (LiteRT BUILTIN_REF) on the "
+          f"MLPerf Tiny models,\nevery layer's output compared (chained and isolated), "
+          f"{inputs} seeded random inputs per model:")
+    comparisons = [compare_with_litert(m, inputs=inputs, seed=0) for m in BUILTIN_MODELS]
+    print(format_comparisons(comparisons))
+    return comparisons
 
 
 def cmd_demo(args):
@@ -81,14 +110,7 @@ def cmd_demo(args):
     print("\nDot products on a 16-PE row, RTL in simulation, checked against numpy:")
     runs = _measure([256], 16)
     print(_bench_table(runs))
-    print("\nGolden models against TFLite's reference kernels (LiteRT BUILTIN_REF) on the "
-          "MLPerf Tiny models,\nevery layer's output compared (chained and isolated), "
-          f"{args.inputs} seeded random inputs per model:")
-    from .compare import compare_with_litert, format_comparisons
-    from .models import BUILTIN_MODELS
-
-    comparisons = [compare_with_litert(m, inputs=args.inputs, seed=0) for m in BUILTIN_MODELS]
-    print(format_comparisons(comparisons))
+    comparisons = _compare_models(args.inputs)
     if not args.no_synth:
         print("\nSynthesis (Yosys + nextpnr, out of context; PE rows: make synth-report):")
         results = [synthesize(block, device) for device, blocks in DEMO.items()
@@ -132,6 +154,8 @@ def main(argv=None):
     bench.add_argument("--channels", type=int, nargs="+", default=[64, 1024],
                        help="dot-product lengths")
     bench.add_argument("--pes", type=int, default=16, help="PEs in the row")
+    bench.add_argument("--inputs", type=int, default=100,
+                       help="random inputs per model for the TFLite comparison")
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)

@@ -199,3 +199,10 @@ def test_accumulator_bound_is_sound_and_attained():
     attained = np.abs((w * worst).reshape(3, -1).sum(axis=1) + folded)
     assert np.all(attained <= bound)
     assert np.all(bound - attained <= np.abs(w).reshape(3, -1).sum(axis=1))
+
+
+def test_quant_block_channel_count_limits():
+    for n in (0, 257):
+        q = QuantBlock(0, -128, 127, np.zeros(n), np.zeros(n), np.zeros(n))
+        with pytest.raises(ValueError, match=f"holds 1 to 256 channels, not {n}"):
+            q.pack()

@@ -294,3 +294,12 @@ def test_compiler_refuses_layers_whose_accumulators_could_overflow():
     with pytest.raises(CompileError, match=r"^01_conv_2d: output channel 5 can reach an "
                                            r"accumulator of \d+, beyond the 32-bit accumulator"):
         lower_layer(graph, op)
+
+
+@pytest.mark.parametrize("model, bits", [("resnet8", 21.5), ("dscnn", 19.4), ("vww", 30.0),
+                                         ("autoencoder", 20.7)])
+def test_accumulator_bits_of_the_mlperf_tiny_models(model, bits):
+    """The figures quoted in docs/formats.md section 5."""
+    graph, _, layers = _model_values(model)
+    worst = max(lower_layer(graph, op).bound for op in layers)
+    assert round(float(np.log2(worst)), 1) == bits
