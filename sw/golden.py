@@ -73,7 +73,7 @@ def fc_requant(graph, op):
 def _add_params(graph, op):
     a, b, out = (graph.tensor(n) for n in (*op.inputs[:2], op.output))
     (s1, z1), (s2, z2), (so, zo) = a.quant.single(), b.quant.single(), out.quant.single()
-    left_shift = 20 if _bits(out) == 8 else 15
+    left_shift = 20                      # TFLite's value for int8 inputs
     twice_max = 2.0 * max(s1, s2)
     out_real = twice_max / (float(1 << left_shift) * so)
     m1, m2, mo = (quantize_multiplier(r) for r in (s1 / twice_max, s2 / twice_max, out_real))

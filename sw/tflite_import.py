@@ -1,8 +1,9 @@
 """Import a quantized ``.tflite`` model into Tessera's graph IR (:mod:`sw.graph`).
 
-Only integer models are accepted: int8 activations (int16 where TFLite's 16x8 scheme is used),
-int8/int4 weights, int32 biases. Operators outside :data:`SUPPORTED` are collected and reported
-together in one :class:`UnsupportedModelError`, by TFLite name and count.
+Only int8-quantized models are accepted: int8 activations, int8 weights, int32 biases (the
+scheme the golden models are proven bit-exact on; TFLite's 16x8 scheme is refused, with the
+tensor named). Operators outside :data:`SUPPORTED` are collected and reported together in one
+:class:`UnsupportedModelError`, by TFLite name and count.
 """
 
 from collections import Counter
@@ -183,7 +184,7 @@ def _read_tensor(model, graph, index):
 
 
 def _check_types(graph, ops):
-    """Reject float models and unquantized activations with the tensor named."""
+    """Reject float models, non-int8 and unquantized activations, with the tensor named."""
     for op in ops:
         for name in (*op.inputs, *op.outputs):
             t = graph[name]
@@ -191,7 +192,11 @@ def _check_types(graph, ops):
                 raise UnsupportedModelError(
                     f"{op.name}: tensor {name!r} is float32; Tessera runs integer-quantized "
                     "models only (quantize with the TFLite converter's int8 scheme)")
-            if t.dtype in (np.int8, np.int16) and t.quant is None:
+            if not t.is_constant and t.dtype != np.int8:
+                raise UnsupportedModelError(
+                    f"{op.name}: tensor {name!r} is {t.dtype}; Tessera runs int8 activations "
+                    "only (TFLite's int16x8 scheme is not supported)")
+            if t.dtype == np.int8 and t.quant is None:
                 raise UnsupportedModelError(f"{op.name}: tensor {name!r} has no quantization "
                                             "parameters")
 

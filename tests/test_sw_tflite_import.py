@@ -114,3 +114,12 @@ def test_float_models_are_refused_with_the_tensor_named():
     first.dtype = np.dtype(np.float32)
     with pytest.raises(UnsupportedModelError, match=r"00_fully_connected: tensor .* is float32"):
         load_model_bytes(write_model(graph))
+
+
+def test_int16_activations_are_refused_with_the_tensor_named():
+    graph = load_model("autoencoder")
+    out = graph.tensor(graph.ops[0].output)
+    out.dtype = np.dtype(np.int16)
+    with pytest.raises(UnsupportedModelError, match=r"00_fully_connected: tensor .* is int16; "
+                                                    r"Tessera runs int8 activations only"):
+        load_model_bytes(write_model(graph))
