@@ -200,6 +200,13 @@ def accumulator_bound(w_by_channel, folded_bias, act_bits):
                                                         << (act_bits - 1))
 
 
+def _check_field(name, values, bits):
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    bad = [int(v) for v in values if not low <= int(v) <= high]
+    if bad:
+        raise ValueError(f"{name} {bad[0]} does not fit signed {bits} bits")
+
+
 @dataclass(frozen=True)
 class QuantBlock:
     """Requantization parameters of one layer tile, as the accelerator loads them.
@@ -230,10 +237,17 @@ class QuantBlock:
                           None if self.real_scale is None else self.real_scale[lo:hi])
 
     def pack(self):
-        """-> uint64 beats."""
+        """-> uint64 beats; a field outside its width raises ``ValueError`` naming it."""
         n = self.channels
         if not 1 <= n <= 256:
             raise ValueError(f"a quantization block holds 1 to 256 channels, not {n}")
+        _check_field("zero point", [self.zero_point], 16)
+        _check_field("clamp minimum", [self.act_min], 16)
+        _check_field("clamp maximum", [self.act_max], 16)
+        _check_field("bias", self.bias, 32)
+        _check_field("shift", self.shift, 8)
+        if any(not 0 <= int(m) < 1 << 31 for m in self.multiplier):
+            raise ValueError("multiplier must be a Q31 significand in [0, 2**31)")
         header = ((self.zero_point & 0xFFFF) | (self.act_min & 0xFFFF) << 16
                   | (self.act_max & 0xFFFF) << 32
                   | (int(self.real_scale is not None) << 48) | (n - 1) << 56)
@@ -256,6 +270,8 @@ class QuantBlock:
 
         header = beats[0]
         n = (header >> 56) + 1
+        if len(beats) != 1 + 2 * n:
+            raise ValueError(f"a block of {n} channels has {1 + 2 * n} beats, not {len(beats)}")
         double = bool(header >> 48 & 1)
         body = beats[1:1 + 2 * n]
         bias = np.array([signed(b & 0xFFFF_FFFF, 32) for b in body[0::2]], np.int64)

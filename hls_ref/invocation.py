@@ -2,7 +2,9 @@
 
 One call of :meth:`~ConvAccelerator.invoke` is one accelerator command on one tile, as the
 hardware runs it: load the tile into PLM-sized arrays (capacities checked), pack activations
-and weights into 16-bit ST operands exactly as ``docs/formats.md`` lays them out, multiply
+and weights into 16-bit ST operands with :func:`hls_ref.st.pack_activations` and
+:func:`~hls_ref.st.pack_weights` (the words the tensor layout and weight blobs of
+``docs/formats.md`` hold, as ``tests/test_hls_ref_formats.py`` shows), multiply
 them with the ST golden model (:func:`hls_ref.st.st_product`) one operand pair at a time,
 accumulate in 32-bit two's complement, and -- on ``q_flag`` -- requantize to ``out_bits``.
 
@@ -94,8 +96,10 @@ def _check_command(cmd, limits):
                               f"{limits.max_kernel[0]}x{limits.max_kernel[1]}")
     if any(s not in (1, 2) for s in cmd.stride):
         raise InvocationError(f"stride must be 1 or 2, not {cmd.stride}")
-    if min(cmd.padding) < 0 or max(cmd.padding) >= max(kh, kw):
-        raise InvocationError(f"padding {cmd.padding} must be below the kernel size")
+    top, bottom, left, right = cmd.padding
+    if min(cmd.padding) < 0 or max(top, bottom) >= kh or max(left, right) >= kw:
+        raise InvocationError(f"padding {cmd.padding} must be below the kernel size "
+                              f"{kh}x{kw} on each axis")
 
 
 def _check_capacity(what, needed, capacity):
@@ -219,6 +223,8 @@ class FCAccelerator(_Accelerator):
             raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
                                   f"{cmd.out_bits}")
         x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
+        if x.ndim != 1 or w.ndim != 2 or w.shape[1] != x.shape[0]:
+            raise InvocationError(f"weights {w.shape} do not match the {x.shape} inputs")
         if w.shape[0] > self.limits.pes:
             raise InvocationError(f"{w.shape[0]} outputs exceed the {self.limits.pes} PEs")
         groups = -(-x.shape[0] // p.lanes)
@@ -245,8 +251,13 @@ def row_tile(out_rows, in_height, kernel, stride, pad_top, pad_bottom):
 
 
 def _bounds(splits, total):
-    edges = [0, *splits, total]
-    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+    """Tile boundaries from split points: strictly increasing, inside ``(0, total)``."""
+    splits = [int(s) for s in splits]
+    if any(b <= a for a, b in itertools.pairwise(splits)) or any(
+            not 0 < s < total for s in splits):
+        raise InvocationError(f"tile splits {tuple(splits)} must increase strictly within "
+                              f"(0, {total})")
+    return list(itertools.pairwise([0, *splits, total]))
 
 
 def _conv_like_tiled(accelerator, x, w_tile, c_out, c_in, qblock, cmd, out_hw, *,

@@ -70,8 +70,8 @@ def quantize_multiplier(real):
 def saturating_rounding_doubling_high_mul(a, b):
     """gemmlowp's ``SaturatingRoundingDoublingHighMul`` on int32 values: ``round(a*b / 2**31)``.
 
-    Rounds half away from zero via a nudge of ``2**30`` (``1 - 2**30`` for negative products),
-    then truncates toward zero as C's division does; ``INT32_MIN * INT32_MIN`` saturates.
+    A nudge of ``2**30`` (``1 - 2**30`` for negative products), then C's truncating division:
+    together, ties round toward plus infinity; ``INT32_MIN * INT32_MIN`` saturates.
     """
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)

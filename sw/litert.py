@@ -26,7 +26,10 @@ class ReferenceRuntime:
             experimental_op_resolver_type=OpResolverType.BUILTIN_REF,
             experimental_preserve_all_tensors=True)
         self.interpreter.allocate_tensors()
-        self._by_name = {d["name"]: d["index"] for d in self.interpreter.get_tensor_details()}
+        # TFLite names need not be unique; the importer names later duplicates "name#index"
+        self._by_name = {}
+        for detail in self.interpreter.get_tensor_details():
+            self._by_name.setdefault(detail["name"], detail["index"])
         self._input = self.interpreter.get_input_details()[0]
         self._output = self.interpreter.get_output_details()[0]
 
@@ -38,4 +41,5 @@ class ReferenceRuntime:
 
     def tensor(self, name):
         """An intermediate tensor of the last run, by its TFLite name."""
-        return self.interpreter.get_tensor(self._by_name[name.split("#")[0]]).copy()
+        base, _, index = name.partition("#")
+        return self.interpreter.get_tensor(int(index) if index else self._by_name[base]).copy()

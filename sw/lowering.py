@@ -47,6 +47,8 @@ def lower_layer(graph, op, precision=Precision.A8W8, out_bits=8):
     """Lower ``op`` for ``precision``; raises :class:`CompileError` naming the layer when it
     cannot run (dilation, depth multiplier, weight zero point, accumulator overflow)."""
     precision = Precision.parse(precision)
+    if not isinstance(op, Conv2D | DepthwiseConv2D | FullyConnected):
+        raise CompileError(f"{op.name}: {op.kind} runs on the host, not on an accelerator")
     x = graph.tensor(op.inputs[0])
     w_t = graph.tensor(op.inputs[1])
     _, zp_in = x.quant.single()
@@ -72,12 +74,10 @@ def lower_layer(graph, op, precision=Precision.A8W8, out_bits=8):
                           stride=tuple(op.stride),
                           padding=(op.padding.top, op.padding.bottom, op.padding.left,
                                    op.padding.right), pad_value=zp_in)
-    elif isinstance(op, FullyConnected):
+    else:
         requant = fc_requant(graph, op)
         weights = by_channel = w_t.data
         command = Command(precision, out_bits, pad_value=zp_in)
-    else:
-        raise CompileError(f"{op.name}: {op.kind} runs on the host, not on an accelerator")
     folded = fold_input_zero_point(bias, by_channel, zp_in)
     bound = accumulator_bound(by_channel, folded, precision.act_bits)
     if bound.max() >= 1 << (ACC_BITS - 1):

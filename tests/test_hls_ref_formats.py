@@ -41,6 +41,7 @@ def test_rows_start_on_a_beat(width, channels, bits, row):
     layout = TensorLayout(2, width, channels, bits)
     assert layout.row_stride == row and row % layout.per_beat == 0
     assert layout.beats == 2 * row // layout.per_beat
+    assert layout.bytes == 8 * layout.beats
 
 
 @settings(max_examples=60)
@@ -199,6 +200,41 @@ def test_accumulator_bound_is_sound_and_attained():
     attained = np.abs((w * worst).reshape(3, -1).sum(axis=1) + folded)
     assert np.all(attained <= bound)
     assert np.all(bound - attained <= np.abs(w).reshape(3, -1).sum(axis=1))
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(act_max=40000), r"clamp maximum 40000 does not fit signed 16 bits"),
+    (dict(bias=np.array([1 << 33])), r"bias 8589934592 does not fit signed 32 bits"),
+    (dict(shift=np.array([200])), r"shift 200 does not fit signed 8 bits"),
+    (dict(multiplier=np.array([1 << 31])), r"multiplier must be a Q31 significand"),
+])
+def test_quant_block_fields_out_of_range_are_refused(fields, message):
+    q = dict(zero_point=0, act_min=-128, act_max=127, bias=np.array([1]),
+             multiplier=np.array([1 << 30]), shift=np.array([0])) | fields
+    with pytest.raises(ValueError, match=message):
+        QuantBlock(**q).pack()
+
+
+def test_quant_block_unpack_checks_its_length():
+    beats = QuantBlock(0, -128, 127, np.zeros(2), np.zeros(2), np.zeros(2)).pack()
+    with pytest.raises(ValueError, match=r"a block of 2 channels has 5 beats, not 3"):
+        QuantBlock.unpack(beats[:3])
+
+
+@pytest.mark.parametrize("out_bits", [4, 8, 16])
+def test_output_width_selects_the_stored_element_width(out_bits):
+    """Section 6: requantized outputs are clamped to ``out_bits`` and stored in that layout."""
+    from hls_ref.invocation import Command, ConvAccelerator
+
+    rng = np.random.default_rng(out_bits)
+    x = rng.integers(-128, 128, (4, 4, 4))
+    w = rng.integers(-127, 128, (3, 1, 1, 4))
+    q = QuantBlock(0, -(1 << 15), (1 << 15) - 1, np.zeros(3), np.full(3, 1 << 30),
+                   np.zeros(3))
+    y = ConvAccelerator().invoke(Command(out_bits=out_bits), x, w, q)
+    assert y.min() >= -(1 << (out_bits - 1)) and y.max() <= (1 << (out_bits - 1)) - 1
+    layout = TensorLayout(4, 4, 3, out_bits)
+    assert np.array_equal(layout.unpack(layout.pack(y)), y)
 
 
 def test_quant_block_channel_count_limits():

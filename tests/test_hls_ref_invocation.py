@@ -244,7 +244,8 @@ def _small_command(**changes):
     (dict(kernel=(11, 3)), r"kernel 11x3 exceeds the maximum 10x10"),
     (dict(stride=(3, 1)), r"stride must be 1 or 2"),
     (dict(out_bits=5), r"output width must be one of \(4, 8, 16\), not 5"),
-    (dict(padding=(3, 0, 0, 0)), r"padding \(3, 0, 0, 0\) must be below the kernel size"),
+    (dict(padding=(3, 0, 0, 0)), r"padding \(3, 0, 0, 0\) must be below the kernel size 3x3"),
+    (dict(kernel=(3, 1), padding=(0, 0, 1, 1)), r"must be below the kernel size 3x1 on each"),
     (dict(acc_flag=True), r"acc_flag set but the accumulators hold no partial sums"),
 ])
 def test_invalid_commands_are_refused(changes, message):
@@ -276,10 +277,48 @@ def test_plm_capacities_are_checked():
                                     np.zeros((4, 600), np.int64), qblock)
 
 
+def test_fc_inputs_must_match_the_weights():
+    qblock = QuantBlock(0, -128, 127, np.zeros(2), np.full(2, 1 << 30), np.zeros(2))
+    with pytest.raises(InvocationError, match=r"weights \(2, 10\) do not match the \(2,\) "
+                                              r"inputs"):
+        FCAccelerator().invoke(Command(), np.ones(2, np.int64), np.ones((2, 10), np.int64),
+                               qblock)
+
+
+@pytest.mark.parametrize("splits", [(4, 2), (-2,), (2, 2), (8,), (0,)])
+def test_tile_splits_must_increase_within_the_dimension(splits):
+    qblock = QuantBlock(0, -128, 127, np.zeros(3), np.full(3, 1 << 30), np.zeros(3))
+    with pytest.raises(InvocationError, match=r"tile splits .* must increase strictly within "
+                                              r"\(0, 8\)"):
+        fully_connected_tiled(np.ones(8), np.ones((3, 8)), qblock, Command(), in_splits=splits)
+
+
+def test_row_tile_refuses_rows_beyond_the_padded_input():
+    with pytest.raises(InvocationError, match=r"output rows \(6, 9\) reach below"):
+        row_tile((6, 9), 8, 3, 1, 1, 1)
+
+
 def test_input_channel_tiles_must_be_whole_st_groups():
     with pytest.raises(InvocationError, match=r"multiples of 4 at a4w4"):
         conv2d_tiled(np.zeros((4, 4, 8)), np.zeros((2, 1, 1, 8)), None,
                      Command(Precision.A4W4, kernel=(1, 1)), in_splits=(2,))
+
+
+def test_compiler_refuses_what_the_accelerators_cannot_run():
+    import dataclasses
+
+    graph = load_model("dscnn")
+    with pytest.raises(CompileError, match=r"^09_average_pool_2d: avgpool2d runs on the host"):
+        lower_layer(graph, graph.ops[9])
+    conv, dw = graph.ops[2], graph.ops[1]
+    with pytest.raises(CompileError, match=r"^02_conv_2d: dilation \(2, 1\) is not supported"):
+        lower_layer(graph, dataclasses.replace(conv, dilation=(2, 1)))
+    with pytest.raises(CompileError, match=r"^01_depthwise_conv_2d: depth multiplier 2"):
+        lower_layer(graph, dataclasses.replace(dw, depth_multiplier=2))
+    w = graph.tensor(conv.inputs[1])
+    w.quant = dataclasses.replace(w.quant, zero_point=np.ones_like(w.quant.zero_point))
+    with pytest.raises(CompileError, match=r"^02_conv_2d: weights with a non-zero zero point"):
+        lower_layer(graph, conv)
 
 
 def test_compiler_refuses_layers_whose_accumulators_could_overflow():

@@ -106,6 +106,13 @@ def test_activation_range(bits):
     assert activation_range("relu_n1_to_1", 0.1, 3, bits) == (max(-top - 1, -7), min(top, 13))
 
 
+def test_activation_range_divides_in_float32_and_rounds_ties_away():
+    assert activation_range("relu6", 4.0, 0) == (0, 2)          # 6 / 4 = 1.5 -> 2
+    assert activation_range("relu6", 0.8, 0) == (0, 8)          # float32: 7.5 -> 8
+    assert activation_range("relu_n1_to_1", 0.8, 0) == (-1, 1)  # -1.25, 1.25
+    assert activation_range("relu_n1_to_1", 2 / 3, 0) == (-2, 2)  # -1.5 -> -2
+
+
 def test_fixed_point_exp_tracks_exp():
     raw = -np.arange(0, 32 << 26, 1 << 20, dtype=np.int64)          # Q5: 0 .. -32
     got = exp_on_negative_values(raw) / 2.0 ** 31

@@ -77,7 +77,7 @@ def test_export_round_trip(model):
             assert np.array_equal(other.data, tensor.data)
 
 
-def load_model_bytes(data, tmp=None):
+def load_model_bytes(data):
     import tempfile
     from pathlib import Path
 
