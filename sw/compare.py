@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .golden import run_graph, run_op
+from .golden import prepare, run_graph, run_op
 from .litert import ReferenceRuntime
 from .tflite_import import load_model
 
@@ -67,12 +67,13 @@ def compare_with_litert(model, inputs=10, seed=0, graph=None):
     graph = graph if graph is not None else load_model(model)
     reference = ReferenceRuntime(model)
     rng = np.random.default_rng(seed)
+    parameters = prepare(graph)
     result = ModelComparison(model, inputs,
                              [LayerComparison(op.name, op.kind) for op in graph.ops])
     for _ in range(inputs):
         x = random_input(graph.input, rng)
         start = time.perf_counter()
-        y, runs = run_graph(graph, x)
+        y, runs = run_graph(graph, x, parameters)
         result.golden_seconds += time.perf_counter() - start
         start = time.perf_counter()
         y_ref = reference.run(x)
@@ -82,7 +83,7 @@ def compare_with_litert(model, inputs=10, seed=0, graph=None):
             expected = reference.tensor(run.op.output)
             feeds = {name: reference.tensor(name) for name in run.op.inputs
                      if not graph.tensor(name).is_constant}
-            isolated = run_op(graph, run.op, feeds)
+            isolated = run_op(graph, run.op, feeds, parameters)
             layer.elements += expected.size
             layer.chained_mismatches += int(np.sum(run.output != expected))
             layer.isolated_mismatches += int(np.sum(isolated != expected))

@@ -28,7 +28,7 @@ from .graph import (
     Softmax,
 )
 
-__all__ = ["LayerRun", "conv_requant", "fc_requant", "run_graph", "run_op"]
+__all__ = ["LayerRun", "conv_requant", "fc_requant", "prepare", "run_graph", "run_op"]
 
 
 def _bits(tensor):
@@ -93,7 +93,28 @@ def _bias(graph, op):
     return graph.tensor(op.inputs[2]).data if len(op.inputs) > 2 else None
 
 
-def _compute(graph, op, values):
+def _derived_parameters(graph, op):
+    """The constants an operator derives from its tensors' scales (multipliers, clamps)."""
+    if isinstance(op, Conv2D | DepthwiseConv2D):
+        return conv_requant(graph, op)
+    if isinstance(op, FullyConnected):
+        return fc_requant(graph, op)
+    if isinstance(op, Add):
+        return _add_params(graph, op)
+    if isinstance(op, AveragePool2D | MaxPool2D):
+        return _output_clamp(op, graph.tensor(op.output))
+    if isinstance(op, Softmax):
+        return softmax_params(op.beta, graph.tensor(op.inputs[0]).quant.single()[0])
+    return None
+
+
+def prepare(graph):
+    """Derive every operator's constants once, for repeated runs of ``graph``; pass the result
+    to :func:`run_graph` / :func:`run_op` as ``parameters``."""
+    return {op.name: _derived_parameters(graph, op) for op in graph.ops}
+
+
+def _compute(graph, op, values, derived):
     x_t = graph.tensor(op.inputs[0])
     x = values[op.inputs[0]]
     out_t = graph.tensor(op.output)
@@ -106,41 +127,41 @@ def _compute(graph, op, values):
                         padding=(op.padding.top, op.padding.bottom, op.padding.left,
                                  op.padding.right))
         if isinstance(op, Conv2D):
-            y = layers.conv2d(x[0], w, _bias(graph, op), zp_in, conv_requant(graph, op),
-                              **geometry)
+            y = layers.conv2d(x[0], w, _bias(graph, op), zp_in, derived, **geometry)
         else:
-            y = layers.depthwise_conv2d(x[0], w[0], _bias(graph, op), zp_in,
-                                        conv_requant(graph, op),
+            y = layers.depthwise_conv2d(x[0], w[0], _bias(graph, op), zp_in, derived,
                                         depth_multiplier=op.depth_multiplier, **geometry)
         return y[None]
     if isinstance(op, FullyConnected):
         w, w_zp = _weights(graph.tensor(op.inputs[1]))
         _, zp_in = x_t.quant.single()
         rows = x.reshape(-1, w.shape[1])
-        return layers.fully_connected(rows, w, _bias(graph, op), zp_in, fc_requant(graph, op),
+        return layers.fully_connected(rows, w, _bias(graph, op), zp_in, derived,
                                       weight_zero_point=w_zp)
     if isinstance(op, Add):
-        return layers.add(x, values[op.inputs[1]], _add_params(graph, op))
+        return layers.add(x, values[op.inputs[1]], derived)
     if isinstance(op, AveragePool2D | MaxPool2D):
-        act_min, act_max = _output_clamp(op, out_t)
+        act_min, act_max = derived
         pool = layers.avg_pool2d if isinstance(op, AveragePool2D) else layers.max_pool2d
         padding = (op.padding.top, op.padding.bottom, op.padding.left, op.padding.right)
         return pool(x[0], op.filter, op.stride, padding, act_min, act_max)[None]
     if isinstance(op, Reshape):
         return x
     if isinstance(op, Softmax):
-        s_in, _ = x_t.quant.single()
-        return softmax(x, softmax_params(op.beta, s_in), out_bits=_bits(out_t))
+        return softmax(x, derived, out_bits=_bits(out_t))
     raise TypeError(f"{op.name}: no golden model for {type(op).__name__}")
 
 
-def run_op(graph, op, values):
-    """Run one operator; ``values`` maps its non-constant input names to arrays.
+def run_op(graph, op, values, parameters=None):
+    """Run one operator; ``values`` maps its non-constant input names to arrays, and
+    ``parameters`` (from :func:`prepare`) saves deriving the operator's constants again.
 
     Returns the output with the output tensor's shape and dtype.
     """
     out = graph.tensor(op.output)
-    return np.asarray(_compute(graph, op, values)).reshape(out.shape).astype(out.dtype)
+    derived = (parameters[op.name] if parameters is not None
+               else _derived_parameters(graph, op))
+    return np.asarray(_compute(graph, op, values, derived)).reshape(out.shape).astype(out.dtype)
 
 
 @dataclass
@@ -152,8 +173,9 @@ class LayerRun:
     seconds: float
 
 
-def run_graph(graph, x):
-    """Run ``graph`` on input ``x`` (the model's input dtype and shape).
+def run_graph(graph, x, parameters=None):
+    """Run ``graph`` on input ``x`` (the model's input dtype and shape); ``parameters`` from
+    :func:`prepare` when the graph runs many times.
 
     Returns ``(output, runs)``: the graph output with the model's dtype and shape, and one
     :class:`LayerRun` per operator in execution order.
@@ -163,11 +185,13 @@ def run_graph(graph, x):
     if x.shape != inp.shape or x.dtype != inp.dtype:
         raise ValueError(f"input must be {inp.dtype} of shape {inp.shape}, "
                          f"not {x.dtype} of shape {x.shape}")
+    if parameters is None:
+        parameters = prepare(graph)
     values = {inp.name: x}
     runs = []
     for op in graph.ops:
         start = time.perf_counter()
-        y = run_op(graph, op, values)
+        y = run_op(graph, op, values, parameters)
         values[op.output] = y
         runs.append(LayerRun(op, y, time.perf_counter() - start))
     return values[graph.outputs[0]], runs
