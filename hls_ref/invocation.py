@@ -141,9 +141,25 @@ class _Accelerator:
         return _requantize(self.acc, qblock, cmd.out_bits)
 
 
-def _pad(x, padding, value):
-    top, bottom, left, right = padding
-    return np.pad(x, ((top, bottom), (left, right), (0, 0)), constant_values=value)
+def _padded_taps(x, cmd, limits, pack=None):
+    """Pad the tile with the pad value (then ``pack`` it, if given); return ``tap(i, j)``, the
+    (Ho, Wo, ...) view of the result under kernel tap ``(i, j)``, and the output size (its
+    capacity checked)."""
+    top, bottom, left, right = cmd.padding
+    xp = np.pad(x, ((top, bottom), (left, right), (0, 0)), constant_values=cmd.pad_value)
+    if pack is not None:
+        xp = pack(xp)
+    (kh, kw), (sh, sw) = cmd.kernel, cmd.stride
+    ho = (xp.shape[0] - kh) // sh + 1
+    wo = (xp.shape[1] - kw) // sw + 1
+    if ho < 1 or wo < 1:
+        raise InvocationError(f"input tile {x.shape[:2]} is smaller than the kernel")
+    _check_capacity("output tile", ho * wo * limits.pes, limits.plm_acc)
+
+    def tap(i, j):
+        return xp[i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
+
+    return tap, ho, wo
 
 
 class ConvAccelerator(_Accelerator):
@@ -164,19 +180,13 @@ class ConvAccelerator(_Accelerator):
         groups = -(-cin // p.lanes)
         _check_capacity("input tile", x.shape[0] * x.shape[1] * groups, self.limits.plm_in)
         _check_capacity("weight tile", cout * kh * kw * groups, self.limits.plm_w)
-        a = pack_activations(_pad(x, cmd.padding, cmd.pad_value), p)       # (Hp, Wp, G)
+        # activations are packed once, padded: (Hp, Wp, G) ST words
+        tap, ho, wo = _padded_taps(x, cmd, self.limits, lambda xp: pack_activations(xp, p))
         b = pack_weights(w, p)                                               # (O, kh, kw, G)
-        sh, sw = cmd.stride
-        ho = (a.shape[0] - kh) // sh + 1
-        wo = (a.shape[1] - kw) // sw + 1
-        if ho < 1 or wo < 1:
-            raise InvocationError(f"input tile {x.shape[:2]} is smaller than the kernel")
-        _check_capacity("output tile", ho * wo * self.limits.pes, self.limits.plm_acc)
         partial = np.zeros((ho, wo, cout), np.int64)
         for i in range(kh):
             for j in range(kw):
-                window = a[i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
-                partial += st_product(window[:, :, None, :], b[None, None, :, i, j, :],
+                partial += st_product(tap(i, j)[:, :, None, :], b[None, None, :, i, j, :],
                                       p).sum(axis=-1)
         return self._accumulate(cmd, partial, qblock)
 
@@ -198,15 +208,8 @@ class DepthwiseAccelerator(_Accelerator):
         groups = -(-(kh * kw) // p.lanes)
         _check_capacity("input tile", x.shape[0] * x.shape[1] * c, self.limits.plm_in)
         _check_capacity("weight tile", c * groups, self.limits.plm_w)
-        xp = _pad(x, cmd.padding, cmd.pad_value)
-        sh, sw = cmd.stride
-        ho = (xp.shape[0] - kh) // sh + 1
-        wo = (xp.shape[1] - kw) // sw + 1
-        if ho < 1 or wo < 1:
-            raise InvocationError(f"input tile {x.shape[:2]} is smaller than the kernel")
-        _check_capacity("output tile", ho * wo * self.limits.pes, self.limits.plm_acc)
-        taps = np.stack([xp[i:i + sh * (ho - 1) + 1:sh, j:j + sw * (wo - 1) + 1:sw]
-                         for i in range(kh) for j in range(kw)], axis=-1)   # (Ho, Wo, C, T)
+        tap, _, _ = _padded_taps(x, cmd, self.limits)
+        taps = np.stack([tap(i, j) for i in range(kh) for j in range(kw)], axis=-1)  # Ho,Wo,C,T
         a = pack_activations(taps, p)                                      # (Ho, Wo, C, G)
         b = pack_weights(w.reshape(kh * kw, c).T, p)                       # (C, G)
         partial = st_product(a, b[None, None], p).sum(axis=-1)
@@ -271,6 +274,7 @@ def _conv_like_tiled(accelerator, x, w_tile, c_out, c_in, qblock, cmd, out_hw, *
         for r0, r1 in _bounds(row_splits, ho):
             in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), x.shape[0], kh, cmd.stride[0],
                                                      top, bottom)
+            # a depthwise tile's input channels are its output channels
             tiles = [(o0, o1)] if depthwise else _bounds(in_splits, c_in)
             for k, (i0, i1) in enumerate(tiles):
                 tile_cmd = Command(cmd.precision, cmd.out_bits, cmd.kernel, cmd.stride,
