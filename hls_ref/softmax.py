@@ -9,6 +9,7 @@ sum's reciprocal (Newton-Raphson, :func:`reciprocal`) scales each exponential to
 """
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -92,13 +93,14 @@ def reciprocal(x, integer_bits):
     return int(_one_over_one_plus_x(np.int64(shifted_minus_one))), bits_over_unit
 
 
+@dataclass(frozen=True)
 class SoftmaxParams:
-    """Input rescaling of a quantized softmax: (multiplier, left shift) and the cut-off."""
+    """Input rescaling of a quantized softmax: Q31 multiplier, left shift, and the cut-off
+    below which a difference from the row maximum outputs the minimum."""
 
-    def __init__(self, multiplier, left_shift, diff_min):
-        self.multiplier = multiplier
-        self.left_shift = left_shift
-        self.diff_min = diff_min
+    multiplier: int
+    left_shift: int
+    diff_min: int
 
 
 def softmax_params(beta, input_scale):

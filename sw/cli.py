@@ -53,8 +53,6 @@ def cmd_precisions(args):
 
 
 def cmd_bench(args):
-    from .compare import format_comparisons
-
     runs = _measure(args.channels, args.pes)
     table = _bench_table(runs)
     print(table)
@@ -70,7 +68,7 @@ def cmd_bench(args):
             "operand to valid sums (pipeline latency included), sums checked against numpy.",
             "",
             table]))
-    comparisons = _compare_models(args.inputs)
+    comparisons, comparison_table = _compare_models(args.inputs)
     if args.write_results:
         from boards.synth import write_results_section
 
@@ -83,7 +81,7 @@ def cmd_bench(args):
             "whole network) and isolated (each layer fed LiteRT's own inputs); times are per "
             "inference on the machine that ran the command.",
             "",
-            format_comparisons(comparisons)]))
+            comparison_table]))
         print("\nwrote docs/results.md")
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
     return 0 if all(run.correct for run in runs) and exact else 1
@@ -97,8 +95,9 @@ def _compare_models(inputs):
           f"MLPerf Tiny models,\nevery layer's output compared (chained and isolated), "
           f"{inputs} seeded random inputs per model:")
     comparisons = [compare_with_litert(m, inputs=inputs, seed=0) for m in BUILTIN_MODELS]
-    print(format_comparisons(comparisons))
-    return comparisons
+    table = format_comparisons(comparisons)
+    print(table)
+    return comparisons, table
 
 
 def cmd_demo(args):
@@ -110,7 +109,7 @@ def cmd_demo(args):
     print("\nDot products on a 16-PE row, RTL in simulation, checked against numpy:")
     runs = _measure([256], 16)
     print(_bench_table(runs))
-    comparisons = _compare_models(args.inputs)
+    comparisons, _ = _compare_models(args.inputs)
     if not args.no_synth:
         print("\nSynthesis (Yosys + nextpnr, out of context; PE rows: make synth-report):")
         results = [synthesize(block, device) for device, blocks in DEMO.items()
