@@ -5,6 +5,7 @@
                         models, and the synthesis table.
 ``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md).
 ``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models.
+``tessera tile MODEL``  tile a network for the accelerators: DMA traffic, calls and cost.
 ``tessera precisions``  the ST configurations.
 """
 
@@ -171,6 +172,9 @@ def main(argv=None):
     run.add_argument("--compare-litert", action="store_true",
                      help="also run TFLite's reference kernels and count mismatches per layer")
     run.set_defaults(run=cmd_run)
+    from .tiling.cli import add_parser as add_tile_parser
+
+    add_tile_parser(commands)
     precisions = commands.add_parser("precisions", help="list the ST configurations")
     precisions.set_defaults(run=cmd_precisions)
     args = parser.parse_args(argv)

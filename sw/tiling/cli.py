@@ -1,0 +1,151 @@
+"""``tessera tile``: tile a network and print what it costs."""
+
+import re
+import sys
+from dataclasses import replace
+
+from hls_ref.config import DEFAULT_CONFIG
+
+from .capacity import Capacity, TilingError
+from .cost import DmaCost
+from .report import layer_figures, lower_bound, network_totals
+from .strategies import STRATEGIES, build_schedule
+
+__all__ = ["add_parser", "parse_size"]
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1 << 20, "MB": 1 << 20,
+          "MIB": 1 << 20}
+
+
+def parse_size(text):
+    """``"256K"``, ``"2MiB"``, ``"65536"`` -> bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise ValueError(f"memory size must look like 256K, 2M or 65536, not {text!r}")
+    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+
+
+def _kib(n):
+    return f"{n / 1024:,.1f}"
+
+
+def _layer_table(figures, network):
+    lines = ["| layer | op | tiling | tiles | cmds | on-chip | DMA calls | read KiB | "
+             "written KiB | cost (cycles) |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for f in figures:
+        lines.append(f"| {f.layer} | {f.kind} | {f.tiling} | {f.tiles} | {f.commands} | "
+                     f"{f.onchip_use:.0%} | {f.calls} | {_kib(f.read_bytes)} | "
+                     f"{_kib(f.written_bytes)} | {f.cycles:,.0f} |")
+    tiles, cmds, calls, read, written, cycles = network_totals(figures)
+    lines.append(f"| **total** | | | {tiles} | {cmds} | | {calls} | {_kib(read)} | "
+                 f"{_kib(written)} | {cycles:,.0f} |")
+    return "\n".join(lines)
+
+
+def compare_strategies(network, capacity, cost, strategies=None):
+    """{strategy: [LayerFigures] or an error message}, and the lower bound."""
+    results = {}
+    for name in strategies or STRATEGIES:
+        try:
+            results[name] = layer_figures(build_schedule(network, name, capacity, cost),
+                                          network)
+        except TilingError as error:
+            results[name] = str(error)
+    return results, lower_bound(network, capacity, cost)
+
+
+def _compare_table(network, results, bound):
+    names = list(results)
+    head = "| layer | " + " | ".join(f"{n} KiB | {n} cycles" for n in names)
+    lines = [head + " | bound KiB | bound cycles |",
+             "|---|" + "---:|---:|" * (len(names) + 1)]
+    ok = {n: r for n, r in results.items() if not isinstance(r, str)}
+    for i, layer in enumerate(network.layers):
+        cells = []
+        for n in names:
+            if n in ok:
+                f = ok[n][i]
+                cells.append(f"{_kib(f.dram_bytes)} | {f.cycles:,.0f}")
+            else:
+                cells.append("- | -")
+        lines.append(f"| {layer.name} | " + " | ".join(cells)
+                     + f" | {_kib(bound[i][1])} | {bound[i][2]:,.0f} |")
+    cells = []
+    for n in names:
+        if n in ok:
+            _, _, _, read, written, cycles = network_totals(ok[n])
+            cells.append(f"{_kib(read + written)} | {cycles:,.0f}")
+        else:
+            cells.append("- | -")
+    lines.append("| **total** | " + " | ".join(cells)
+                 + f" | {_kib(sum(b[1] for b in bound))} | "
+                 f"{sum(b[2] for b in bound):,.0f} |")
+    for n, r in results.items():
+        if isinstance(r, str):
+            lines.append(f"\n{n}: {r}")
+    return "\n".join(lines)
+
+
+def capacity_from_args(args):
+    config = replace(DEFAULT_CONFIG, double_buffer=not args.single_buffer,
+                     **({"pes": args.pes} if args.pes else {}))
+    ocm = parse_size(args.ocm) if args.ocm else None
+    return Capacity(config, args.precision, None, ocm)
+
+
+def cmd_tile(args):
+    from sw.workloads import load_network
+
+    try:
+        network = load_network(args.model)
+        capacity = capacity_from_args(args)
+        cost = DmaCost.parse(args.cost) if args.cost else DmaCost()
+        print(f"{network.name}: {len(network.layers)} layers, {network.macs:,} MACs; "
+              f"{capacity.precision.label}, {capacity.describe()}; DMA cost {cost}")
+        if args.compare:
+            results, bound = compare_strategies(network, capacity, cost)
+            print(_compare_table(network, results, bound))
+            return 0
+        schedule = build_schedule(network, args.strategy, capacity, cost)
+        print(_layer_table(layer_figures(schedule, network), network))
+        if args.json:
+            text = schedule.to_json(indent=1)
+            if args.json == "-":
+                print(text)
+            else:
+                with open(args.json, "w") as f:
+                    f.write(text)
+                print(f"schedule written to {args.json}")
+        if args.validate:
+            from .validate import validate_schedule
+
+            report = validate_schedule(schedule, network, seed=args.seed)
+            print(report.summary())
+            return 0 if report.ok else 1
+    except (KeyError, ValueError) as error:
+        message = error.args[0] if isinstance(error, KeyError) else error
+        print(f"tessera tile: error: {message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(commands):
+    tile = commands.add_parser("tile", help="tile a network: DMA traffic, calls and cost")
+    tile.add_argument("model", help="built-in network name or a .tflite file")
+    tile.add_argument("--strategy", choices=list(STRATEGIES), default="optimal")
+    tile.add_argument("--compare", action="store_true",
+                      help="every strategy and the compulsory-traffic lower bound side by side")
+    tile.add_argument("--ocm", metavar="SIZE",
+                      help="one shared on-chip memory of SIZE bytes (256K, 2M) instead of the "
+                           "accelerator's PLMs")
+    tile.add_argument("--precision", default="a8w8", help="ST configuration (a16w16 ... a4w4)")
+    tile.add_argument("--pes", type=int, help="PEs (default: the accelerator's)")
+    tile.add_argument("--single-buffer", action="store_true", help="no double buffering")
+    tile.add_argument("--cost", metavar="C,p,t", help="DMA cost model parameters (cycles)")
+    tile.add_argument("--json", metavar="FILE", help="write the schedule as JSON ('-': stdout)")
+    tile.add_argument("--validate", action="store_true",
+                      help="replay the schedule on the invocation-level golden model")
+    tile.add_argument("--seed", type=int, default=0, help="seed of the validator's data")
+    tile.set_defaults(run=cmd_tile)
+    return tile

@@ -1,0 +1,120 @@
+"""Per-layer and whole-network figures of a schedule, counted from its transfers, and the
+compulsory-traffic lower bound."""
+
+from dataclasses import dataclass
+
+from .capacity import BEAT_BYTES, Capacity
+from .cost import DmaCost
+from .layer_tiling import evaluate
+from .schedule import qparam_chunks, weight_chunks
+
+__all__ = ["LayerFigures", "layer_figures", "lower_bound", "network_totals"]
+
+
+@dataclass
+class LayerFigures:
+    """What one layer of a schedule costs (bytes are bus bytes: whole 64-bit beats)."""
+
+    layer: str
+    kind: str
+    tiles: int
+    commands: int
+    calls: int
+    read_bytes: int
+    written_bytes: int
+    cycles: float
+    onchip_use: float      # largest tile / what one tile may occupy, 0..1
+    tiling: str
+
+    @property
+    def dram_bytes(self):
+        return self.read_bytes + self.written_bytes
+
+
+def _capacity(schedule):
+    c = schedule.capacity
+    from hls_ref.config import AcceleratorConfig
+
+    cfg = dict(c["config"])
+    cfg["max_kernel"] = tuple(cfg["max_kernel"])
+    return Capacity(AcceleratorConfig(**cfg), c["precision"], c["out_bits"], c["ocm_bytes"])
+
+
+def layer_figures(schedule, network):
+    """[:class:`LayerFigures`] of every layer, counted from the schedule's transfers."""
+    cost = DmaCost(**schedule.cost)
+    capacity = _capacity(schedule)
+    out = []
+    for ls in schedule.layers:
+        transfers = list(ls.transfers())
+        calls = len(transfers)
+        segments = sum(t.segments for t in transfers)
+        beats = sum(t.beats for t in transfers)
+        read = sum(t.beats for t in transfers if t.direction == "load") * BEAT_BYTES
+        written = sum(t.beats for t in transfers if t.direction == "store") * BEAT_BYTES
+        use, text = 0.0, "host"
+        if ls.tiling is not None:
+            t = ls.tiling
+            res = evaluate(network.layer(ls.layer), capacity, cost, t.rows, t.out_channels,
+                           t.in_channels, t.order)
+            use = _use(capacity, *(int(v) for v in res.footprint))
+            text = (f"{t.rows}r x {t.out_channels}co x {t.in_channels}ci {t.order}"
+                    if ls.kind != "depthwise" else f"{t.rows}r x {t.out_channels}c {t.order}")
+        elif ls.kind == "concat":
+            text = "view"
+        out.append(LayerFigures(ls.layer, ls.kind, len(ls.steps),
+                                sum(1 for _ in ls.commands()), calls, read, written,
+                                cost.cycles(calls, segments, beats), use, text))
+    return out
+
+
+def _use(capacity, in_b, w_b, acc_b):
+    if capacity.ocm_bytes is not None:
+        return capacity.banks * (in_b + w_b + acc_b) / capacity.ocm_bytes
+    bi, bw, ba = capacity.bank_bytes
+    return max(in_b / bi, w_b / bw, acc_b / ba)
+
+
+def _rows_read(layer):
+    """Input rows a layer reads at all (a stride larger than the kernel skips rows)."""
+    h = layer.in_shape[0]
+    if layer.kind not in ("conv", "depthwise", "maxpool", "avgpool"):
+        return h
+    kh, sh, top = layer.kernel[0], layer.stride[0], layer.padding.top
+    used = set()
+    for r in range(layer.out_shape[0]):
+        used.update(range(max(r * sh - top, 0), min(r * sh - top + kh, h)))
+    return len(used)
+
+
+def lower_bound(network, capacity, cost):
+    """[(layer, bytes, cycles)]: the compulsory traffic -- every input row the layer reads,
+    its weights, quantization parameters and output, each moved once in one call."""
+    out = []
+    shapes = network.shapes
+    for layer in network.layers:
+        if layer.kind == "concat":
+            out.append((layer.name, 0, 0.0))
+            continue
+        beats = 0
+        for x in layer.inputs:
+            lay = capacity.layout(shapes[x])
+            beats += _rows_read(layer) * lay.row_stride * lay.bits // 64
+        bits = capacity.out_bits if layer.weighted else None
+        beats += capacity.layout(layer.out_shape, bits).bytes // BEAT_BYTES
+        calls = len(layer.inputs) + 1
+        if layer.weighted:
+            from .layer_tiling import Tiling
+            whole = Tiling(layer.out_shape[0], layer.out_channels, layer.in_channels)
+            beats += sum(c[3] for c in weight_chunks(layer, capacity, whole)) // BEAT_BYTES
+            beats += sum(c[2] for c in qparam_chunks(layer, whole)) // BEAT_BYTES
+            calls += 2
+        out.append((layer.name, beats * BEAT_BYTES, cost.cycles(calls, calls, beats)))
+    return out
+
+
+def network_totals(figures):
+    """Sums over layers: (tiles, commands, calls, read, written, cycles)."""
+    return (sum(f.tiles for f in figures), sum(f.commands for f in figures),
+            sum(f.calls for f in figures), sum(f.read_bytes for f in figures),
+            sum(f.written_bytes for f in figures), sum(f.cycles for f in figures))

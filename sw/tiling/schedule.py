@@ -1,0 +1,362 @@
+"""The ``Schedule``: what every tiling strategy produces and the validator replays.
+
+A schedule places every tensor in external memory (:class:`Region`: byte address and size),
+then lists, layer by layer, the steps the accelerator runs. A :class:`Step` is one tile: the
+DMA loads that bring its operands into on-chip banks, the accelerator commands that compute it
+(one per PE block and input-channel tile), and the DMA stores that write its output back.
+Loads of operands still on chip from the previous step are left out; that is where tiling
+strategies differ.
+
+Transfers are strided copies between external memory and a bank: ``rows`` x ``pixels``
+segments of ``segment_bytes`` each, with separate row and pixel strides on both sides. That is
+enough for every tile of the HWC layout of ``docs/formats.md``: a band of whole rows (one
+segment) or a channel slice of a band (one segment per pixel). Weight tiles are contiguous
+because the compiler lays each layer's weights out tile by tile in the order the schedule
+reads them (:func:`weight_chunks`).
+
+Everything is deterministic and serialises to JSON (:meth:`Schedule.to_json`).
+"""
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from .capacity import BEAT_BYTES
+from .layer_tiling import Tiling, row_tiles, splits
+
+__all__ = ["Command", "LayerSchedule", "Region", "Schedule", "Step", "Transfer",
+           "materialize", "weight_chunks"]
+
+ALIGN = 4096
+
+
+@dataclass(frozen=True)
+class Region:
+    """A tensor in external memory."""
+
+    name: str
+    kind: str          # "activation", "weights" or "qparams"
+    addr: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One DMA call (see the module docstring). Addresses and strides are in bytes."""
+
+    direction: str     # "load" (external -> bank) or "store" (bank -> external)
+    tensor: str
+    buffer: str        # "in", "w", "q" or "acc"
+    bank: int
+    addr: int
+    offset: int        # byte offset in the bank
+    rows: int
+    pixels: int
+    segment_bytes: int
+    row_stride: int
+    pixel_stride: int
+    bank_row_stride: int
+    bank_pixel_stride: int
+
+    @property
+    def segments(self):
+        return self.rows * self.pixels
+
+    @property
+    def beats(self):
+        """64-bit beats on the bus (a segment that starts or ends inside a beat moves it
+        whole)."""
+        total = 0
+        for r in range(self.rows):
+            start = self.addr + r * self.row_stride
+            if self.pixel_stride % BEAT_BYTES == 0:
+                first = start % BEAT_BYTES
+                total += self.pixels * (-(-(first + self.segment_bytes) // BEAT_BYTES))
+            else:
+                for p in range(self.pixels):
+                    a = start + p * self.pixel_stride
+                    total += -(-(a % BEAT_BYTES + self.segment_bytes) // BEAT_BYTES)
+        return total
+
+    @property
+    def bytes(self):
+        return self.segments * self.segment_bytes
+
+
+@dataclass(frozen=True)
+class Command:
+    """One accelerator command: a PE block of output channels on one input-channel tile.
+
+    ``out_rows``/``out_channels``/``in_channels`` are [start, stop) in the layer's tensors;
+    ``in_rows`` the input rows the input bank holds for it and ``padding`` the (top, bottom,
+    left, right) padding the command inserts; ``w_offset`` is the byte offset of its PE block
+    in the weight bank; ``acc_offset`` is the first of the command's accumulators (32-bit words).
+    """
+
+    op: str
+    out_rows: tuple
+    out_channels: tuple
+    in_channels: tuple
+    in_rows: tuple
+    padding: tuple
+    acc_flag: bool
+    q_flag: bool
+    in_bank: int
+    w_bank: int
+    q_bank: int
+    acc_bank: int
+    w_offset: int
+    acc_offset: int
+
+
+@dataclass
+class Step:
+    loads: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    stores: list = field(default_factory=list)
+
+
+@dataclass
+class LayerSchedule:
+    """The steps of one layer; ``tiling`` is ``None`` for layers the host runs."""
+
+    layer: str
+    kind: str
+    tiling: Tiling | None
+    steps: list
+
+    def transfers(self):
+        for step in self.steps:
+            yield from step.loads
+            yield from step.stores
+
+    def commands(self):
+        for step in self.steps:
+            yield from step.commands
+
+
+@dataclass
+class Schedule:
+    """A whole network's schedule (see the module docstring)."""
+
+    network: str
+    strategy: str
+    capacity: dict
+    cost: dict
+    regions: dict
+    layers: list
+
+    def to_dict(self):
+        return {
+            "network": self.network, "strategy": self.strategy, "capacity": self.capacity,
+            "cost": self.cost,
+            "regions": [asdict(r) for r in self.regions.values()],
+            "layers": [{
+                "layer": ls.layer, "kind": ls.kind,
+                "tiling": ls.tiling.as_dict() if ls.tiling else None,
+                "steps": [{"loads": [asdict(t) for t in s.loads],
+                           "commands": [asdict(c) for c in s.commands],
+                           "stores": [asdict(t) for t in s.stores]} for s in ls.steps],
+            } for ls in self.layers],
+        }
+
+    def to_json(self, indent=None):
+        return json.dumps(self.to_dict(), indent=indent)
+
+    @classmethod
+    def from_dict(cls, d):
+        def cmd(c):
+            return Command(**{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
+
+        layers = [LayerSchedule(
+            ls["layer"], ls["kind"], Tiling(**ls["tiling"]) if ls["tiling"] else None,
+            [Step([Transfer(**t) for t in s["loads"]], [cmd(c) for c in s["commands"]],
+                  [Transfer(**t) for t in s["stores"]]) for s in ls["steps"]])
+            for ls in d["layers"]]
+        regions = {r["name"]: Region(**r) for r in d["regions"]}
+        return cls(d["network"], d["strategy"], d["capacity"], d["cost"], regions, layers)
+
+    @classmethod
+    def from_json(cls, text):
+        return cls.from_dict(json.loads(text))
+
+
+# --- placing tensors -----------------------------------------------------------------------
+
+class Allocator:
+    """Bump allocation of external memory, every region 4 KiB aligned."""
+
+    def __init__(self):
+        self.regions = {}
+        self.top = 0
+
+    def place(self, name, kind, size):
+        if name not in self.regions:
+            self.regions[name] = Region(name, kind, self.top, size)
+            self.top += -(-max(size, 1) // ALIGN) * ALIGN
+        return self.regions[name]
+
+
+def weight_chunks(layer, capacity, tiling):
+    """[(z-range, k-range, byte offset, bytes)] of the layer's weight region: one chunk per
+    (output-channel tile, input-channel tile), output-channel tiles outermost; each chunk is
+    that tile's weight blob (``docs/formats.md`` section 2)."""
+    chunks, offset = [], 0
+    k_ranges = ([None] if layer.kind == "depthwise"
+                else splits(layer.in_channels, tiling.in_channels))
+    for z in splits(layer.out_channels, tiling.out_channels):
+        for k in k_ranges:
+            size = capacity.weight_tile_bytes(layer.kind, layer.kernel, z[1] - z[0],
+                                              k[1] - k[0] if k else 0)
+            size -= capacity.qblock_bytes(z[1] - z[0])
+            chunks.append((z, k, offset, size))
+            offset += size
+    return chunks
+
+
+def qparam_chunks(layer, tiling):
+    """[(z-range, byte offset, bytes)]: one quantization block per output-channel tile."""
+    chunks, offset = [], 0
+    for z in splits(layer.out_channels, tiling.out_channels):
+        size = BEAT_BYTES * (1 + 2 * (z[1] - z[0]))
+        chunks.append((z, offset, size))
+        offset += size
+    return chunks
+
+
+# --- materialising a tiling -----------------------------------------------------------------
+
+def _activation_transfer(direction, tensor, region, layout, rows, channels, buffer, bank,
+                         bank_layout):
+    """Copy rows ``[r0, r1)`` x every pixel x channels ``[c0, c1)`` between the tensor (laid
+    out as ``layout``) and a bank holding them as ``bank_layout``."""
+    (r0, r1), (c0, c1) = rows, channels
+    bits = layout.bits
+    row_b = layout.row_stride * bits // 8
+    px_b = layout.channel_stride * bits // 8
+    bank_row_b = bank_layout.row_stride * bits // 8
+    bank_px_b = bank_layout.channel_stride * bits // 8
+    if c0 == 0 and c1 == layout.channels and row_b == bank_row_b:
+        # the channel vectors and rows of both sides coincide: one contiguous band
+        return Transfer(direction, tensor, buffer, bank, region.addr + r0 * row_b, 0, 1, 1,
+                        (r1 - r0) * row_b, row_b, px_b, bank_row_b, bank_px_b)
+    if (c0 * bits) % 8 or ((c1 - c0) * bits) % 8:
+        raise ValueError(f"{tensor}: channels [{c0}, {c1}) of {bits}-bit elements are not "
+                         f"whole bytes")
+    seg = (c1 - c0) * bits // 8
+    addr = region.addr + r0 * row_b + c0 * bits // 8
+    return Transfer(direction, tensor, buffer, bank, addr, 0, r1 - r0, layout.width, seg,
+                    row_b, px_b, bank_row_b, bank_px_b)
+
+
+def _contiguous(direction, tensor, region, offset, size, buffer, bank, bank_offset=0):
+    return Transfer(direction, tensor, buffer, bank, region.addr + offset, bank_offset, 1, 1,
+                    size, size, size, size, size)
+
+
+class _Banks:
+    """Which tile each buffer's current bank holds. A step reuses an operand only when it is
+    the one the previous step used (what the cost model counts); otherwise the operand goes to
+    the next bank, so that with two banks it loads while the previous tile computes."""
+
+    def __init__(self, banks):
+        self.banks = banks
+        self.current = {}
+
+    def find(self, buffer, key):
+        bank, held = self.current.get(buffer, (None, None))
+        return bank if held == key else None
+
+    def take(self, buffer, key):
+        bank, _ = self.current.get(buffer, (-1, None))
+        bank = (bank + 1) % self.banks
+        self.current[buffer] = (bank, key)
+        return bank
+
+
+def materialize(layer, capacity, tiling, regions, input_name):
+    """Steps of one accelerated layer under ``tiling`` (regions already placed)."""
+    p = capacity.precision
+    pes = capacity.pes
+    _, wo, co = layer.out_shape
+    c_in = layer.in_channels
+    in_layout = capacity.layout(layer.in_shape)
+    out_layout = capacity.layout(layer.out_shape, capacity.out_bits)
+    banks = _Banks(capacity.banks)
+    w_chunks = {(z, k): (off, size) for z, k, off, size in
+                weight_chunks(layer, capacity, tiling)}
+    q_chunks = {z: (off, size) for z, off, size in qparam_chunks(layer, tiling)}
+    z_tiles = splits(co, tiling.out_channels)
+    if layer.kind == "fc":
+        h_tiles = [(0, 1, 0, 1)]
+    else:
+        h_tiles = row_tiles(layer, tiling.rows)
+    dw = layer.kind == "depthwise"
+    k_tiles = [None] if dw else splits(c_in, tiling.in_channels)
+    pad = layer.padding
+    if tiling.order == "hzk":
+        outer = [(h, z) for h in h_tiles for z in z_tiles]
+    else:
+        outer = [(h, z) for z in z_tiles for h in h_tiles]
+    steps = []
+    for h, z in outer:
+        r0, r1, a, b = h
+        top = max(pad.top - r0 * layer.stride[0], 0) if layer.kind != "fc" else 0
+        bottom = max((r1 - 1) * layer.stride[0] + layer.kernel[0] - pad.top - layer.in_shape[0],
+                     0) if layer.kind != "fc" else 0
+        left, right = (pad.left, pad.right) if layer.kind != "fc" else (0, 0)
+        acc_bank = banks.take("acc", (h, z))
+        tile_out_layout = capacity.layout((r1 - r0, wo, z[1] - z[0]), capacity.out_bits)
+        for ki, k in enumerate(k_tiles):
+            step = Step()
+            kr = z if dw else k
+            in_key = (h[:2], kr)
+            bank = banks.find("in", in_key)
+            if bank is None:
+                bank = banks.take("in", in_key)
+                if layer.kind == "fc":
+                    bank_layout = capacity.layout((1, 1, kr[1] - kr[0]))
+                    step.loads.append(_activation_transfer(
+                        "load", input_name, regions[input_name], in_layout, (0, 1), kr, "in",
+                        bank, bank_layout))
+                else:
+                    bank_layout = capacity.layout((b - a, layer.in_shape[1], kr[1] - kr[0]))
+                    step.loads.append(_activation_transfer(
+                        "load", input_name, regions[input_name], in_layout, (a, b), kr, "in",
+                        bank, bank_layout))
+            in_bank = bank
+            w_key = (z, k)
+            w_bank = banks.find("w", w_key)
+            if w_bank is None:
+                w_bank = banks.take("w", w_key)
+                off, size = w_chunks[(z, k)]
+                step.loads.append(_contiguous("load", f"{layer.name}.weights",
+                                              regions[f"{layer.name}.weights"], off, size, "w",
+                                              w_bank))
+            if ki == 0:
+                q_bank = banks.find("q", z)
+                if q_bank is None:
+                    q_bank = banks.take("q", z)
+                    off, size = q_chunks[z]
+                    step.loads.append(_contiguous("load", f"{layer.name}.qparams",
+                                                  regions[f"{layer.name}.qparams"], off, size,
+                                                  "q", q_bank))
+            last = ki == len(k_tiles) - 1
+            blocks = splits(z[1] - z[0], pes)
+            k_count = (kr[1] - kr[0])
+            if layer.kind == "conv":
+                block_bytes = 2 * layer.kernel[0] * layer.kernel[1] * -(-k_count // p.lanes) * pes
+            elif dw:
+                block_bytes = 2 * -(-(layer.kernel[0] * layer.kernel[1]) // p.lanes) * pes
+            else:
+                block_bytes = 2 * -(-k_count // p.lanes) * pes
+            for bi, (o0, o1) in enumerate(blocks):
+                step.commands.append(Command(
+                    layer.kind, (r0, r1), (z[0] + o0, z[0] + o1), kr, (a, b),
+                    (top, bottom, left, right), ki > 0, last, in_bank, w_bank, q_bank, acc_bank,
+                    bi * block_bytes, bi * pes * (r1 - r0) * wo))
+            if last:
+                step.stores.append(_activation_transfer(
+                    "store", layer.name, regions[layer.name], out_layout, (r0, r1), z, "acc",
+                    acc_bank, tile_out_layout))
+            steps.append(step)
+    return steps

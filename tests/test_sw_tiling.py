@@ -1,0 +1,297 @@
+"""The tiling compiler: seed 002's Table 5.1, the cost model against the materialised
+schedules, optimality, the validator (and that it catches broken schedules), errors, JSON."""
+
+import dataclasses
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from hls_ref.config import AcceleratorConfig
+from sw.cli import main
+from sw.graph import Padding
+from sw.tiling.capacity import Capacity, TilingError
+from sw.tiling.cost import DmaCost
+from sw.tiling.layer_tiling import Tiling, evaluate
+from sw.tiling.report import layer_figures, lower_bound, network_totals
+from sw.tiling.schedule import Schedule, materialize
+from sw.tiling.search import channel_candidates, optimal_tiling
+from sw.tiling.strategies import build_schedule
+from sw.tiling.thesis import TABLE_5_1, table_5_1
+from sw.tiling.validate import validate_schedule
+from sw.workloads import NetworkBuilder, load_network
+
+PRECISIONS = ["a16w16", "a16w8", "a8w8", "a8w4", "a4w4"]
+COST = DmaCost()
+
+
+def test_table_5_1_tile_counts_reproduced_exactly():
+    rows = table_5_1(fixed=False)
+    assert len(rows) == len(TABLE_5_1) == 27
+    for i, _, label, pe, bits, tiles, tile, got in rows:
+        assert got.tiles == tiles, (i, label, pe, bits)
+        assert (got.hin_t, got.cin_t, got.cout_t) == (tile[0], tile[2], tile[3]), i
+
+
+def test_table_5_1_fixed_never_tiles_more():
+    for (i, *_, got), (_, *_, fixed) in zip(table_5_1(False), table_5_1(True)):
+        assert fixed.tiles <= got.tiles, i
+    fixed = {r[0]: r[-1].tiles for r in table_5_1(True)}
+    # the output-size bug alone made rows 10-11 stripe and rows 19-21 halve Cout
+    assert (fixed[10], fixed[11], fixed[19]) == (8, 8, 564)
+
+
+def _random_layer(rng, kind):
+    h, w = int(rng.integers(3, 14)), int(rng.integers(3, 14))
+    c = int(rng.choice([1, 3, 8, 16, 20, 40, 64]))
+    k = int(rng.choice([1, 3, 5])) if kind != "fc" else 1
+    k = min(k, h, w)
+    s = int(rng.choice([1, 2]))
+    b = NetworkBuilder("t", {"input": (h, w, c)})
+    if kind == "conv":
+        b.conv("L", "input", int(rng.choice([4, 16, 24, 40, 70])), k, s,
+               rng.choice(["same", "valid"]))
+    elif kind == "depthwise":
+        b.depthwise("L", "input", k, s, rng.choice(["same", "valid"]))
+    else:
+        b.fc("L", "input", int(rng.choice([10, 16, 33, 64])))
+    return b.build()
+
+
+def _counts(transfers):
+    out = {}
+    for t in transfers:
+        kind = "output" if t.direction == "store" else (
+            "weights" if t.tensor.endswith(".weights") else
+            "qparams" if t.tensor.endswith(".qparams") else "input")
+        calls, segs, beats = out.get(kind, (0, 0, 0))
+        out[kind] = (calls + 1, segs + t.segments, beats + t.beats)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cost_model_counts_what_the_schedule_moves(seed):
+    rng = np.random.default_rng(seed)
+    kind = ["conv", "depthwise", "fc"][seed % 3]
+    net = _random_layer(rng, kind)
+    layer = net.layers[0]
+    cap = Capacity(AcceleratorConfig(pes=int(rng.choice([4, 16]))),
+                   PRECISIONS[seed % 5], int(rng.choice([4, 8, 16])), ocm_bytes=None)
+    ho = layer.out_shape[0]
+    rows = int(rng.integers(1, ho + 1)) if kind != "fc" else 1
+    z = int(rng.choice(channel_candidates(layer.out_channels, cap.out_step)))
+    kin = int(rng.choice(channel_candidates(layer.in_channels, cap.in_step)))
+    tiling = Tiling(rows, z, z if kind == "depthwise" else kin, ["hzk", "zhk"][seed % 2])
+    schedule = build_schedule(net, "optimal", cap)
+    regions = schedule.regions
+    steps = materialize(layer, cap, tiling, regions, "input")
+    counted = _counts(t for s in steps for t in s.loads + s.stores)
+    res = evaluate(layer, cap, COST, tiling.rows, tiling.out_channels, tiling.in_channels,
+                   tiling.order)
+    for tensor in ("input", "weights", "qparams", "output"):
+        assert counted[tensor] == (int(res.calls[tensor]), int(res.segments[tensor]),
+                                   int(res.beats[tensor])), tensor
+    assert sum(len(s.commands) for s in steps) == int(res.commands)
+
+
+def _brute_force(layer, cap):
+    """Every tile size (multiples of the steps) and order, without the search's pruning."""
+    ho = layer.out_shape[0] if layer.kind != "fc" else 1
+    zs = sorted({*range(cap.out_step, layer.out_channels, cap.out_step), layer.out_channels})
+    if layer.kind == "depthwise":
+        step = np.lcm(cap.out_step, 64 // cap.act_bits)
+        zs = sorted({*range(step, layer.out_channels, step), layer.out_channels})
+        ks = [None]
+    else:
+        ks = sorted({*range(cap.in_step, layer.in_channels, cap.in_step), layer.in_channels})
+    best = None
+    for r, z, k, order in itertools.product(range(1, ho + 1), zs, ks, ["hzk", "zhk"]):
+        res = evaluate(layer, cap, COST, r, z, z if k is None else k, order)
+        if res.fits and (best is None or res.cycles < best):
+            best = float(res.cycles)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_optimal_equals_brute_force(seed):
+    rng = np.random.default_rng(100 + seed)
+    net = _random_layer(rng, ["conv", "depthwise", "fc"][seed % 3])
+    layer = net.layers[0]
+    small = AcceleratorConfig(pes=4, plm_in_words=int(rng.integers(64, 2048)),
+                              plm_w_words=int(rng.integers(256, 4096)),
+                              plm_acc_words=int(rng.integers(128, 2048)))
+    cap = Capacity(small, PRECISIONS[seed % 5])
+    try:
+        t = optimal_tiling(layer, cap, COST)
+    except TilingError:
+        assert _brute_force(layer, cap) is None
+        return
+    res = evaluate(layer, cap, COST, t.rows, t.out_channels, t.in_channels, t.order)
+    assert float(res.cycles) == _brute_force(layer, cap)
+
+
+@pytest.mark.parametrize("name", ["resnet8", "dscnn", "vww", "autoencoder", "flownets"])
+def test_optimal_beats_naive_and_thesis_and_respects_the_bound(name):
+    net = load_network(name)
+    cap = Capacity(precision="a8w8", ocm_bytes=256 * 1024)
+    totals = {}
+    for strategy in ("optimal", "naive", "thesis"):
+        figures = layer_figures(build_schedule(net, strategy, cap), net)
+        totals[strategy] = network_totals(figures)[5]
+        if strategy == "optimal":
+            bound = lower_bound(net, cap, COST)
+            for f, (layer, _, cycles) in zip(figures, bound):
+                assert f.layer == layer and f.cycles >= cycles
+    assert totals["optimal"] <= totals["naive"]
+    assert totals["optimal"] <= totals["thesis"]
+
+
+@pytest.mark.parametrize("strategy", ["optimal", "naive", "thesis"])
+@pytest.mark.parametrize("name", ["resnet8", "dscnn", "vww", "autoencoder"])
+def test_mlperf_schedules_pass_the_validator(name, strategy):
+    net = load_network(name)
+    for precision in ("a8w8", "a4w4", "a16w16"):
+        report = validate_schedule(build_schedule(net, strategy, Capacity(precision=precision)),
+                                   net, seed=3)
+        assert report.ok, report.summary()
+        assert len(report.layers) == sum(layer.weighted for layer in net.layers)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_layers_pass_the_validator(seed):
+    rng = np.random.default_rng(200 + seed)
+    net = _random_layer(rng, ["conv", "depthwise", "fc"][seed % 3])
+    shared = seed % 2 == 0
+    cap = Capacity(AcceleratorConfig(pes=int(rng.choice([4, 16])), plm_in_words=512,
+                                     plm_w_words=1024, plm_acc_words=512,
+                                     double_buffer=bool(seed % 4 < 2)),
+                   PRECISIONS[seed % 5], int(rng.choice([4, 8, 16])),
+                   ocm_bytes=int(rng.integers(12, 40)) * 1024 if shared else None)
+    for strategy in ("optimal", "naive"):
+        try:
+            schedule = build_schedule(net, strategy, cap)
+        except TilingError:
+            continue
+        report = validate_schedule(schedule, net, seed=seed)
+        assert report.ok, (strategy, report.summary())
+
+
+def _conv_schedule():
+    b = NetworkBuilder("t", {"input": (9, 8, 24)})
+    b.conv("L", "input", 40, 3, 1, "same")
+    net = b.build()
+    cap = Capacity(AcceleratorConfig(pes=16, plm_in_words=400, plm_w_words=2000,
+                                     plm_acc_words=1000), "a8w8")
+    return net, cap, build_schedule(net, "thesis", cap)   # stripes, channel tiles, flags
+
+
+def _mutate(schedule, fn):
+    d = json.loads(schedule.to_json())
+    fn(d["layers"][0]["steps"])
+    return Schedule.from_dict(d)
+
+
+@pytest.mark.parametrize("mutation", [
+    "shift-address", "drop-load", "acc-flag", "padding", "stride", "bank",
+    "store-elsewhere"])
+def test_the_validator_catches_broken_schedules(mutation):
+    net, _, schedule = _conv_schedule()
+    assert validate_schedule(schedule, net).ok
+    steps = json.loads(schedule.to_json())["layers"][0]["steps"]
+    assert len(steps) > 2 and any(len(s["loads"]) > 1 for s in steps)
+
+    def apply(steps):
+        step = next(s for s in steps[1:] if s["loads"])
+        if mutation == "shift-address":
+            step["loads"][0]["addr"] += 8
+        elif mutation == "drop-load":
+            step["loads"].pop(0)
+        elif mutation == "acc-flag":
+            c = next(c for s in steps for c in s["commands"] if c["acc_flag"])
+            c["acc_flag"] = False
+        elif mutation == "padding":
+            c = next(c for s in steps for c in s["commands"] if c["padding"][0])
+            c["padding"][0] = 0
+        elif mutation == "stride":
+            step["loads"][0]["pixel_stride"] += 1
+        elif mutation == "bank":
+            step["commands"][0]["in_bank"] ^= 1
+        elif mutation == "store-elsewhere":
+            s = next(s for s in steps if s["stores"])
+            s["stores"][0]["addr"] += 1 << 20
+    report = validate_schedule(_mutate(schedule, apply), net)
+    assert not report.ok, mutation
+
+
+def test_the_validator_catches_a_tile_larger_than_its_bank():
+    net, _, schedule = _conv_schedule()
+    d = schedule.to_dict()
+    d["capacity"]["config"]["plm_in_words"] = 16
+    report = validate_schedule(Schedule.from_dict(d), net)
+    assert not report.ok and "bank" in report.summary()
+
+
+def test_errors_name_the_layer_the_limit_and_the_memory_needed():
+    b = NetworkBuilder("t", {"input": (16, 16, 8)})
+    b.conv("big_kernel", "input", 8, 11, 1, "same")
+    with pytest.raises(TilingError, match=r"big_kernel.*11x11.*max_kernel"):
+        build_schedule(b.build(), "optimal")
+    b = NetworkBuilder("t", {"input": (16, 512, 64)})
+    b.conv("wide", "input", 64, 3, 1, "same")
+    tiny = Capacity(AcceleratorConfig(plm_in_words=256, plm_w_words=256, plm_acc_words=256))
+    with pytest.raises(TilingError, match=r"layer wide: .*needs input PLM banks of \d+ words"):
+        build_schedule(b.build(), "optimal", tiny)
+    with pytest.raises(TilingError, match=r"layer wide: .*needs an on-chip memory of \d+ bytes"):
+        build_schedule(b.build(), "optimal", Capacity(ocm_bytes=4096))
+    with pytest.raises(TilingError, match="L1: reads a cropped input"):
+        build_schedule(load_network("speed-sign"), "optimal")
+
+
+def test_schedules_round_trip_through_json_and_are_deterministic():
+    net = load_network("resnet8")
+    a = build_schedule(net, "optimal")
+    text = a.to_json()
+    assert build_schedule(net, "optimal").to_json() == text
+    b = Schedule.from_json(text)
+    assert json.loads(b.to_json()) == json.loads(text)
+    assert validate_schedule(b, net).ok
+
+
+def test_layers_keep_their_data_on_chip_when_the_tiles_allow():
+    # one input-channel tile and rows outermost: the input tile stays while channels go by
+    b = NetworkBuilder("t", {"input": (8, 8, 16)})
+    b.conv("L", "input", 64, 3, 1, "same")
+    net = b.build()
+    cap = Capacity()
+    layer = net.layers[0]
+    res = evaluate(layer, cap, COST, 8, 16, 16, "hzk")
+    assert int(res.calls["input"]) == 1 and int(res.calls["weights"]) == 4
+    res = evaluate(layer, cap, COST, 2, 16, 8, "hzk")   # two k tiles: reloaded per z tile
+    assert int(res.calls["input"]) == 4 * 2 * 4
+    res = evaluate(layer, cap, COST, 2, 64, 16, "zhk")
+    assert int(res.calls["weights"]) == 1
+
+
+def test_cli_tile(capsys):
+    assert main(["tile", "resnet8"]) == 0
+    out = capsys.readouterr().out
+    assert "| 00_conv_2d | conv |" in out and "**total**" in out
+    assert main(["tile", "dscnn", "--compare", "--ocm", "64K"]) == 0
+    out = capsys.readouterr().out
+    assert "optimal cycles" in out and "bound KiB" in out
+    assert main(["tile", "resnet8", "--strategy", "thesis", "--validate"]) == 0
+    assert "validated 10 layers, 0 failed" in capsys.readouterr().out
+    assert main(["tile", "nosuchnet"]) == 2
+    assert "unknown network 'nosuchnet'" in capsys.readouterr().err
+    assert main(["tile", "resnet8", "--ocm", "lots"]) == 2
+    assert main(["tile", "resnet8", "--ocm", "1K"]) == 2
+    assert "needs an on-chip memory of" in capsys.readouterr().err
+
+
+def test_cli_json(tmp_path, capsys):
+    path = tmp_path / "s.json"
+    assert main(["tile", "autoencoder", "--json", str(path)]) == 0
+    d = json.loads(path.read_text())
+    assert d["strategy"] == "optimal" and len(d["layers"]) == 10
+    assert dataclasses.fields(Padding)
