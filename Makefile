@@ -42,7 +42,7 @@ setup: $(STAMP) icarus
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[dev,peer]"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
