@@ -13,8 +13,9 @@ from sw.cli import main
 from sw.graph import Padding
 from sw.tiling.capacity import Capacity, TilingError
 from sw.tiling.cost import DmaCost
+from sw.tiling.fusion import fused_partition
 from sw.tiling.layer_tiling import Tiling, evaluate
-from sw.tiling.report import layer_figures, lower_bound, network_totals
+from sw.tiling.report import fused_floor, layer_figures, lower_bound, network_totals
 from sw.tiling.schedule import Schedule, materialize
 from sw.tiling.search import channel_candidates, optimal_tiling
 from sw.tiling.strategies import build_schedule
@@ -295,3 +296,68 @@ def test_cli_json(tmp_path, capsys):
     d = json.loads(path.read_text())
     assert d["strategy"] == "optimal" and len(d["layers"]) == 10
     assert dataclasses.fields(Padding)
+
+
+# --- layer fusion ----------------------------------------------------------------------------
+
+
+
+@pytest.mark.parametrize("name,ocm", [("resnet8", 2 << 20), ("resnet8", 64 << 10),
+                                      ("dscnn", 32 << 10), ("vww", 256 << 10),
+                                      ("autoencoder", 2 << 20), ("mobilenetv1", 2 << 20)])
+def test_fused_schedules_pass_the_validator_and_beat_layer_by_layer(name, ocm):
+    net = load_network(name)
+    cap = Capacity(ocm_bytes=ocm)
+    fused = build_schedule(net, "fused", cap)
+    report = validate_schedule(fused, net, seed=5)
+    assert report.ok, report.summary()
+    fused_bytes = sum(f.dram_bytes for f in layer_figures(fused, net))
+    lbl = sum(f.dram_bytes for f in layer_figures(build_schedule(net, "optimal", cap), net))
+    assert fused_floor(net, cap) <= fused_bytes <= lbl
+    assert sum(g.dram_bytes for g in fused_partition(net, cap, COST)) == fused_bytes
+
+
+@pytest.mark.parametrize("name", ["resnet8", "dscnn", "vww", "autoencoder"])
+def test_mlperf_fusion_savings_stay_under_the_ideal(name):
+    # perf-anchors 4.2: ideal whole-network savings 77 %, 85 %, 65 %, 1 %
+    ideal = {"resnet8": 0.77, "dscnn": 0.85, "vww": 0.65, "autoencoder": 0.01}[name]
+    net = load_network(name)
+    cap = Capacity(ocm_bytes=2 << 20)
+    fused = sum(f.dram_bytes for f in layer_figures(build_schedule(net, "fused", cap), net))
+    floor = sum(b[1] for b in lower_bound(net, cap, COST))
+    assert 0 <= 1 - fused / floor <= ideal + 0.005
+
+
+def test_fusion_keeps_overlap_lines_and_multiple_passes():
+    net = load_network("dscnn")
+    groups = [g for g in fused_partition(net, Capacity(ocm_bytes=32 << 10), COST) if g.fused]
+    multi = [g for g in groups if g.passes > 1]
+    assert multi
+    g = multi[0]
+    # a 3x3 depthwise consumer keeps overlap lines of its input between passes
+    kept = [x for x in g.ends if any(g.starts[x][p] < g.ends[x][p - 1]
+                                     for p in range(1, g.passes))]
+    assert kept
+    # the first pass is the base tile: larger than the later ones (look-ahead of the kernels)
+    x = kept[0]
+    first = g.ends[x][0]
+    assert first >= max(b - a for a, b in itertools.pairwise(g.ends[x]))
+
+
+@pytest.mark.parametrize("mutation", ["drop-overlap", "lag", "memory"])
+def test_the_validator_catches_broken_fused_groups(mutation):
+    net = load_network("dscnn")
+    schedule = build_schedule(net, "fused", Capacity(ocm_bytes=32 << 10))
+    d = json.loads(schedule.to_json())
+    group = next(ls["group"] for ls in d["layers"] if ls["group"] and ls["group"]["passes"] > 1)
+    if mutation == "drop-overlap":
+        x = next(x for x in group["ends"] if any(
+            group["starts"][x][p] < group["ends"][x][p - 1] for p in range(1, group["passes"])))
+        group["starts"][x] = [0, *group["ends"][x][:-1]]
+    elif mutation == "lag":
+        first = group["layers"][0]
+        group["ends"][first] = [max(0, e - 2) for e in group["ends"][first][:-1]] + [
+            group["ends"][first][-1]]
+    else:
+        group["peak_bytes"] = (32 << 10) + 1
+    assert not validate_schedule(Schedule.from_dict(d), net).ok

@@ -8,7 +8,7 @@ from hls_ref.config import DEFAULT_CONFIG
 
 from .capacity import Capacity, TilingError
 from .cost import DmaCost
-from .report import layer_figures, lower_bound, network_totals
+from .report import fused_floor, layer_figures, lower_bound, network_totals
 from .strategies import STRATEGIES, build_schedule
 
 __all__ = ["add_parser", "parse_size"]
@@ -55,35 +55,34 @@ def compare_strategies(network, capacity, cost, strategies=None):
     return results, lower_bound(network, capacity, cost)
 
 
-def _compare_table(network, results, bound):
-    names = list(results)
-    head = "| layer | " + " | ".join(f"{n} KiB | {n} cycles" for n in names)
-    lines = [head + " | bound KiB | bound cycles |",
-             "|---|" + "---:|---:|" * (len(names) + 1)]
-    ok = {n: r for n, r in results.items() if not isinstance(r, str)}
+def _compare_table(network, capacity, results, bound):
+    """Per-layer DRAM traffic and cost of the layer-by-layer strategies and the bound, then
+    network totals of every strategy (fused groups span layers, so they appear there)."""
+    per_layer = [n for n, r in results.items() if not isinstance(r, str) and n != "fused"]
+    lines = ["| layer | " + " | ".join(f"{n} KiB | {n} cycles" for n in per_layer)
+             + " | bound KiB | bound cycles |",
+             "|---|" + "---:|---:|" * (len(per_layer) + 1)]
     for i, layer in enumerate(network.layers):
-        cells = []
-        for n in names:
-            if n in ok:
-                f = ok[n][i]
-                cells.append(f"{_kib(f.dram_bytes)} | {f.cycles:,.0f}")
-            else:
-                cells.append("- | -")
+        cells = [f"{_kib(results[n][i].dram_bytes)} | {results[n][i].cycles:,.0f}"
+                 for n in per_layer]
         lines.append(f"| {layer.name} | " + " | ".join(cells)
                      + f" | {_kib(bound[i][1])} | {bound[i][2]:,.0f} |")
-    cells = []
-    for n in names:
-        if n in ok:
-            _, _, _, read, written, cycles = network_totals(ok[n])
-            cells.append(f"{_kib(read + written)} | {cycles:,.0f}")
-        else:
-            cells.append("- | -")
-    lines.append("| **total** | " + " | ".join(cells)
-                 + f" | {_kib(sum(b[1] for b in bound))} | "
-                 f"{sum(b[2] for b in bound):,.0f} |")
+    lines += ["", "| strategy | tiles/passes | DMA calls | DRAM KiB | cost (cycles) | "
+              "vs optimal |", "|---|---:|---:|---:|---:|---:|"]
+    best = results.get("optimal")
+    base = network_totals(best)[5] if not isinstance(best, (str, type(None))) else None
     for n, r in results.items():
         if isinstance(r, str):
-            lines.append(f"\n{n}: {r}")
+            lines.append(f"| {n} | | | | {r} | |")
+            continue
+        tiles, _, calls, read, written, cycles = network_totals(r)
+        ratio = f"{cycles / base:.2f}x" if base else ""
+        lines.append(f"| {n} | {tiles} | {calls} | {_kib(read + written)} | {cycles:,.0f} | "
+                     f"{ratio} |")
+    lines.append(f"| lower bound (layer by layer) | | | {_kib(sum(b[1] for b in bound))} | "
+                 f"{sum(b[2] for b in bound):,.0f} | |")
+    lines.append(f"| ideal whole-network fusion | | | "
+                 f"{_kib(fused_floor(network, capacity))} | | |")
     return "\n".join(lines)
 
 
@@ -105,7 +104,7 @@ def cmd_tile(args):
               f"{capacity.precision.label}, {capacity.describe()}; DMA cost {cost}")
         if args.compare:
             results, bound = compare_strategies(network, capacity, cost)
-            print(_compare_table(network, results, bound))
+            print(_compare_table(network, capacity, results, bound))
             return 0
         schedule = build_schedule(network, args.strategy, capacity, cost)
         print(_layer_table(layer_figures(schedule, network), network))

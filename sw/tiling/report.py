@@ -8,7 +8,7 @@ from .cost import DmaCost
 from .layer_tiling import evaluate
 from .schedule import qparam_chunks, weight_chunks
 
-__all__ = ["LayerFigures", "layer_figures", "lower_bound", "network_totals"]
+__all__ = ["LayerFigures", "fused_floor", "layer_figures", "lower_bound", "network_totals"]
 
 
 @dataclass
@@ -60,6 +60,9 @@ def layer_figures(schedule, network):
             use = _use(capacity, *(int(v) for v in res.footprint))
             text = (f"{t.rows}r x {t.out_channels}co x {t.in_channels}ci {t.order}"
                     if ls.kind != "depthwise" else f"{t.rows}r x {t.out_channels}c {t.order}")
+        elif ls.group is not None:
+            use = ls.group["peak_bytes"] / capacity.total_bytes
+            text = f"{len(ls.group['layers'])} layers fused, {ls.group['passes']} passes"
         elif ls.kind == "concat":
             text = "view"
         out.append(LayerFigures(ls.layer, ls.kind, len(ls.steps),
@@ -111,6 +114,18 @@ def lower_bound(network, capacity, cost):
             calls += 2
         out.append((layer.name, beats * BEAT_BYTES, cost.cycles(calls, calls, beats)))
     return out
+
+
+def fused_floor(network, capacity):
+    """Bytes of the ideal whole-network fusion: the network inputs, every weight and
+    quantization block, and the network outputs, each moved once."""
+    from .fusion import _weight_bytes
+
+    shapes = network.shapes
+    total = sum(capacity.layout(shapes[x]).bytes for x in network.inputs)
+    total += sum(_weight_bytes(layer, capacity) for layer in network.layers if layer.weighted)
+    total += sum(capacity.layout(shapes[x]).bytes for x in network.outputs)
+    return total
 
 
 def network_totals(figures):

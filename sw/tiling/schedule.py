@@ -117,12 +117,16 @@ class Step:
 
 @dataclass
 class LayerSchedule:
-    """The steps of one layer; ``tiling`` is ``None`` for layers the host runs."""
+    """The steps of one layer; ``tiling`` is ``None`` for layers the host runs. A fused tile
+    group (``kind == "fused"``) has one step per pass and its plan in ``group``: ``layers``,
+    ``passes``, ``ends``/``starts`` (per tensor and pass: rows produced so far, first row still
+    on chip), ``peak_bytes``, ``inputs`` and ``outputs``."""
 
     layer: str
     kind: str
     tiling: Tiling | None
     steps: list
+    group: dict | None = None
 
     def transfers(self):
         for step in self.steps:
@@ -153,6 +157,7 @@ class Schedule:
             "layers": [{
                 "layer": ls.layer, "kind": ls.kind,
                 "tiling": ls.tiling.as_dict() if ls.tiling else None,
+                "group": ls.group,
                 "steps": [{"loads": [asdict(t) for t in s.loads],
                            "commands": [asdict(c) for c in s.commands],
                            "stores": [asdict(t) for t in s.stores]} for s in ls.steps],
@@ -170,7 +175,8 @@ class Schedule:
         layers = [LayerSchedule(
             ls["layer"], ls["kind"], Tiling(**ls["tiling"]) if ls["tiling"] else None,
             [Step([Transfer(**t) for t in s["loads"]], [cmd(c) for c in s["commands"]],
-                  [Transfer(**t) for t in s["stores"]]) for s in ls["steps"]])
+                  [Transfer(**t) for t in s["stores"]]) for s in ls["steps"]],
+            ls.get("group"))
             for ls in d["layers"]]
         regions = {r["name"]: Region(**r) for r in d["regions"]}
         return cls(d["network"], d["strategy"], d["capacity"], d["cost"], regions, layers)

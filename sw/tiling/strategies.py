@@ -4,7 +4,9 @@ Strategies (``STRATEGIES``):
 
 * ``thesis``: seed 002's tiling algorithm (``sw.tiling.thesis``), with its loop order;
 * ``naive``: seed 000's naive choice, the tiles that fill the most on-chip memory;
-* ``optimal``: the lowest DMA cost over every tiling and loop order (``sw.tiling.search``).
+* ``optimal``: the lowest DMA cost over every tiling and loop order (``sw.tiling.search``);
+* ``fused``: tile groups of layers whose intermediate tensors stay on chip (``sw.tiling.fusion``,
+  seed 004's ITT); layers left alone are scheduled as by ``optimal``.
 
 Operators without weights (pooling, add, upsample) run on the host in these layer-by-layer
 schedules: they read their inputs and write their output once, as whole-tensor transfers.
@@ -15,7 +17,8 @@ from dataclasses import asdict
 
 from .capacity import Capacity, TilingError
 from .cost import DEFAULT_COST
-from .layer_tiling import check_layer
+from .fusion import fused_partition
+from .layer_tiling import Tiling, check_layer
 from .schedule import (
     Allocator,
     LayerSchedule,
@@ -35,6 +38,7 @@ STRATEGIES = {
     "thesis": thesis_tiling,
     "naive": naive_tiling,
     "optimal": optimal_tiling,
+    "fused": optimal_tiling,      # for the layers no group takes
 }
 
 
@@ -53,26 +57,66 @@ def _whole(direction, region, buffer):
                     region.bytes, region.bytes, region.bytes, region.bytes)
 
 
+def _band(direction, region, capacity, shape, rows, buffer):
+    lay = capacity.layout(shape)
+    row_b = lay.row_stride * lay.bits // 8
+    size = (rows[1] - rows[0]) * row_b
+    return Transfer(direction, region.name, buffer, 0, region.addr + rows[0] * row_b, 0, 1, 1,
+                    size, size, size, size, size)
+
+
+def _group_schedule(group, network, capacity, alloc):
+    """One step per pass: the new rows of every group input, every weight in the first pass,
+    the new rows of every group output."""
+    shapes = network.shapes
+    steps = []
+    for p in range(group.passes):
+        step = Step()
+        if p == 0:
+            for name in group.layers:
+                if network.layer(name).weighted:
+                    for suffix, buffer in ((".weights", "w"), (".qparams", "q")):
+                        step.loads.append(_whole("load", alloc.regions[name + suffix], buffer))
+        for names, direction, buffer, target in ((group.inputs, "load", "in", step.loads),
+                                                 (group.outputs, "store", "acc", step.stores)):
+            for x in names:
+                e = group.ends[x]
+                rows = (e[p - 1] if p else 0, e[p])
+                if rows[1] > rows[0]:
+                    target.append(_band(direction, alloc.regions[x], capacity, shapes[x], rows,
+                                        buffer))
+        steps.append(step)
+    plan = {"layers": group.layers, "passes": group.passes, "ends": group.ends,
+            "starts": group.starts, "peak_bytes": group.peak_bytes, "inputs": group.inputs,
+            "outputs": group.outputs}
+    return LayerSchedule(f"{group.layers[0]}..{group.layers[-1]}", "fused", None, steps, plan)
+
+
 def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST):
     """Tile every layer of ``network`` with ``strategy`` and list the steps."""
     capacity = capacity or Capacity()
     alloc = Allocator()
-    shapes = network.shapes
-    views = {}
 
     def region_of(name):
-        return alloc.regions[views.get(name, name)]
+        return alloc.regions[name]
 
     for name, shape in network.inputs.items():
         alloc.place(name, "activation", capacity.layout(shape).bytes)
+    for layer in network.layers:
+        if layer.weighted and min(layer.padding.top, layer.padding.bottom, layer.padding.left,
+                                  layer.padding.right) < 0:
+            raise TilingError(f"layer {layer.name}: reads a cropped input (padding "
+                              f"{layer.padding}); the accelerators have no crop")
+    groups = {}
+    if strategy == "fused":
+        for group in fused_partition(network, capacity, cost):
+            if group.fused:
+                for name in group.layers:
+                    groups[name] = group
     tilings = {}
     for layer in network.layers:
-        if layer.weighted:
+        if layer.weighted and layer.name not in groups:
             check_layer(layer, capacity)
-            if min(layer.padding.top, layer.padding.bottom, layer.padding.left,
-                   layer.padding.right) < 0:
-                raise TilingError(f"layer {layer.name}: reads a cropped input (padding "
-                                  f"{layer.padding}); the accelerators have no crop")
             tilings[layer.name] = tiling = tile_layer(strategy, layer, capacity, cost)
             alloc.place(layer.name, "activation",
                         capacity.layout(layer.out_shape, capacity.out_bits).bytes)
@@ -80,13 +124,21 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
             alloc.place(f"{layer.name}.weights", "weights", sum(c[3] for c in chunks))
             alloc.place(f"{layer.name}.qparams", "qparams",
                         sum(c[2] for c in qparam_chunks(layer, tiling)))
-        elif layer.kind == "concat":
-            views[layer.name] = layer.name
-            alloc.place(layer.name, "activation", capacity.layout(layer.out_shape).bytes)
         else:
             alloc.place(layer.name, "activation", capacity.layout(layer.out_shape).bytes)
+        if layer.weighted and layer.name in groups:
+            whole = Tiling(layer.out_shape[0], layer.out_channels, layer.in_channels)
+            alloc.place(f"{layer.name}.weights", "weights",
+                        sum(c[3] for c in weight_chunks(layer, capacity, whole)))
+            alloc.place(f"{layer.name}.qparams", "qparams",
+                        sum(c[2] for c in qparam_chunks(layer, whole)))
     layers = []
     for layer in network.layers:
+        group = groups.get(layer.name)
+        if group is not None:
+            if layer.name == group.layers[0]:
+                layers.append(_group_schedule(group, network, capacity, alloc))
+            continue
         if layer.weighted:
             regions = dict(alloc.regions)
             regions[layer.inputs[0]] = region_of(layer.inputs[0])
@@ -98,6 +150,5 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
             step = Step(loads=[_whole("load", region_of(x), "host") for x in layer.inputs],
                         stores=[_whole("store", region_of(layer.name), "host")])
             layers.append(LayerSchedule(layer.name, layer.kind, None, [step]))
-    del shapes
     return Schedule(network.name, strategy, capacity.as_dict(), asdict(cost), alloc.regions,
                     layers)

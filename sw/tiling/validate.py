@@ -31,7 +31,16 @@ from hls_ref.invocation import (
     FCAccelerator,
     InvocationError,
 )
-from hls_ref.layers import Requant, conv2d, depthwise_conv2d, fully_connected
+from hls_ref.layers import (
+    Requant,
+    avg_pool2d,
+    conv2d,
+    conv2d_acc,
+    depthwise_conv2d,
+    depthwise_conv2d_acc,
+    fully_connected,
+    max_pool2d,
+)
 
 from .report import _capacity
 from .schedule import qparam_chunks, weight_chunks
@@ -310,12 +319,111 @@ def _run_command(layer, cmd, mem, tiling, capacity, p, limits, accelerator, accu
         values[:, :, o0 - z[0]:o1 - z[0]] = y.reshape(r1 - r0, wo, o1 - o0)
 
 
+def _stand_in(layer, inputs, weights, padding):
+    """A layer's values on rows of its inputs, with the given (top, bottom, left, right)
+    padding: integer arithmetic kept in int8 range so that values stay informative."""
+    x = inputs[0]
+    if layer.kind in ("conv", "depthwise"):
+        fn = conv2d_acc if layer.kind == "conv" else depthwise_conv2d_acc
+        acc = fn(x, weights, None, 0, stride=layer.stride, padding=padding)
+        return np.clip(acc >> 4, -128, 127)
+    if layer.kind == "maxpool":
+        return max_pool2d(x, layer.kernel, layer.stride, padding, -128, 127)
+    if layer.kind == "avgpool":
+        return avg_pool2d(x, layer.kernel, layer.stride, padding, -128, 127)
+    if layer.kind == "add":
+        return np.clip(sum(inputs), -128, 127)
+    if layer.kind == "concat":
+        return np.concatenate(inputs, axis=2)
+    if layer.kind == "upsample":
+        f = layer.out_shape[0] // layer.in_shape[0]
+        return np.repeat(np.repeat(x, f, axis=0), f, axis=1)
+    acc = weights @ x.reshape(-1)
+    return np.clip(acc >> 4, -128, 127).reshape(1, 1, -1)
+
+
+def _band_rows(layer, o0, o1, h):
+    """Input rows [a, b) and the band's (top, bottom) padding for output rows [o0, o1)."""
+    if layer.kind in ("add", "concat"):
+        return o0, o1, 0, 0
+    if layer.kind == "upsample":
+        f = layer.out_shape[0] // layer.in_shape[0]
+        return o0 // f, -(-o1 // f), 0, 0
+    if layer.kind == "fc":
+        return 0, h, 0, 0
+    kh, sh, top = layer.kernel[0], layer.stride[0], layer.padding.top
+    first, last = o0 * sh - top, (o1 - 1) * sh + kh - top
+    return max(first, 0), min(last, h), max(-first, 0), max(last - h, 0)
+
+
+def validate_group(ls, network, capacity, rng):
+    """Replay a fused tile group pass by pass: every layer computes its new rows from the rows
+    of its inputs that are on chip in that pass (checked), and the rows equal the layer computed
+    on whole tensors; the group's largest pass must fit the on-chip memory."""
+    plan = ls.group
+    if plan["peak_bytes"] > capacity.total_bytes:
+        raise ValidationError(f"the group needs {plan['peak_bytes']} bytes on chip, there are "
+                              f"{capacity.total_bytes}")
+    shapes = network.shapes
+    layers = [network.layer(name) for name in plan["layers"]]
+    full = {x: rng.integers(-128, 128, shapes[x]) for x in plan["inputs"]}
+    weights = {}
+    for layer in layers:
+        if layer.kind == "conv":
+            kh, kw = layer.kernel
+            weights[layer.name] = rng.integers(-2, 3, (layer.out_channels, kh, kw,
+                                                       layer.in_channels))
+        elif layer.kind == "depthwise":
+            weights[layer.name] = rng.integers(-2, 3, (*layer.kernel, layer.in_channels))
+        elif layer.kind == "fc":
+            weights[layer.name] = rng.integers(-2, 3, (layer.out_channels, layer.in_channels))
+        pad = tuple(layer.padding.__dict__.values())
+        full[layer.name] = _stand_in(layer, [full[x] for x in layer.inputs],
+                                     weights.get(layer.name), pad)
+    ends, starts = plan["ends"], plan["starts"]
+    done = {x: 0 for x in ends}
+    for p in range(plan["passes"]):
+        for x in plan["inputs"]:
+            done[x] = ends[x][p]
+        for layer in layers:
+            o0, o1 = (ends[layer.name][p - 1] if p else 0), ends[layer.name][p]
+            if o1 <= o0:
+                continue
+            band_inputs = []
+            for x in layer.inputs:
+                a, b, top, bottom = _band_rows(layer, o0, o1, shapes[x][0])
+                held = (starts[x][p], done[x])
+                if a < held[0] or b > held[1]:
+                    raise ValidationError(f"pass {p}: {layer.name} needs rows [{a}, {b}) of "
+                                          f"{x}, the chip holds [{held[0]}, {held[1]})")
+                band_inputs.append(full[x][a:b])
+            pad = (top, bottom, layer.padding.left, layer.padding.right)
+            got = _stand_in(layer, band_inputs, weights.get(layer.name), pad)
+            if not np.array_equal(got, full[layer.name][o0:o1]):
+                raise ValidationError(f"pass {p}: rows [{o0}, {o1}) of {layer.name} differ "
+                                      f"from the whole-tensor result")
+            done[layer.name] = o1
+    missing = [x for x in plan["outputs"] if done[x] != shapes[x][0]]
+    if missing:
+        raise ValidationError(f"outputs {missing} are not complete after the last pass")
+    return 0, sum(int(np.prod(shapes[x])) for x in plan["outputs"])
+
+
 def validate_schedule(schedule, network, *, seed=0, layers=None):
-    """Replay every accelerated layer (or those named in ``layers``) with seeded data."""
+    """Replay every accelerated layer and fused group (or the layers named in ``layers``)
+    with seeded data."""
     capacity = _capacity(schedule)
     report = ValidationReport()
     rng = np.random.default_rng(seed)
     for ls in schedule.layers:
+        if ls.group is not None:
+            if layers is None or set(ls.group["layers"]) & set(layers):
+                try:
+                    report.layers.append((ls.layer, *validate_group(ls, network, capacity,
+                                                                    rng), None))
+                except ValidationError as e:
+                    report.layers.append((ls.layer, 0, 0, str(e)))
+            continue
         if ls.tiling is None or (layers is not None and ls.layer not in layers):
             continue
         try:
