@@ -81,6 +81,7 @@ lint: setup
 
 bench: setup
 	$(VENV)/bin/tessera bench --write-results
+	$(PY) -m sw.tiling.results --write --plot docs/img/traffic_vs_ocm.png
 
 demo: setup
 	$(VENV)/bin/tessera demo

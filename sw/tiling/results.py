@@ -1,0 +1,194 @@
+"""The tiling compiler's figures for ``docs/results.md``.
+
+``python -m sw.tiling.results [--write] [--plot PNG]`` (``make bench`` runs it with both)
+prints, and with ``--write`` replaces the ``tiling`` section of ``docs/results.md``:
+
+* seed 002 Table 5.1's tile counts from the ``thesis`` strategy (bugs reproduced, then fixed);
+* FlowNetS at 256 KiB of shared on-chip memory: ``optimal`` against ``naive`` (seed 000);
+* seed 004's networks at 2 MiB, 8 bit: ``fused`` against layer by layer, next to ITT's table,
+  and the MLPerf Tiny models against their ideal whole-network fusion;
+* how long the compiler takes (wall clock on this machine, for information only).
+"""
+
+import argparse
+import time
+
+from .capacity import Capacity
+from .cost import DEFAULT_COST
+from .report import fused_floor, layer_figures, lower_bound, network_totals
+from .strategies import build_schedule
+from .thesis import table_5_1
+
+__all__ = ["ITT_SAVINGS", "main"]
+
+# seed 004's table: bandwidth savings on 4NX-MC1, 2 MB OCM, 8-bit data
+ITT_SAVINGS = {
+    "resnet50": 57.60, "inceptionv3": 59.58, "mobilenetv1": 61.63,
+    "mobilenetv1-1080p": 52.26, "srcnn": 96.25, "ssd-mobilenet-fpn": 41.10, "yolov3": 62.79,
+}
+# notes/perf-anchors.md 4.2: ideal whole-network savings over the layer-by-layer floor
+MLPERF_IDEAL = {"resnet8": 77, "dscnn": 85, "vww": 65, "autoencoder": 1}
+
+
+def _mb(n):
+    return f"{n / 1e6:,.2f}"
+
+
+def table_5_1_section():
+    fixed = {r[0]: r[-1] for r in table_5_1(fixed=True)}
+    lines = ["| # | layer | PLM IN-OUT, W | PE | bits | thesis tiles | ours (bugs kept) | "
+             "tile H x Cin x Cout | ours (fixed) |",
+             "|---:|---|---|---:|---:|---:|---:|---|---:|"]
+    same = 0
+    for i, name, label, pe, bits, tiles, tile, got in table_5_1(fixed=False):
+        ok = got.tiles == tiles and (got.hin_t, got.cin_t, got.cout_t) == (
+            tile[0], tile[2], tile[3])
+        same += ok
+        lines.append(f"| {i} | {name} | {label} | {pe} | {bits} | {tiles} | {got.tiles}"
+                     f"{'' if ok else ' (differs)'} | {got.hin_t} x {got.cin_t} x {got.cout_t} | "
+                     f"{fixed[i].tiles} |")
+    lines.append(f"\n{same} of {len(fixed)} rows reproduced exactly (tile count and tile "
+                 f"shape).")
+    return "\n".join(lines)
+
+
+def flownets_section(precision):
+    from sw.workloads import load_network
+
+    net = load_network("flownets")
+    cap = Capacity(precision=precision, ocm_bytes=256 * 1024)
+    figs = {s: layer_figures(build_schedule(net, s, cap), net)
+            for s in ("naive", "optimal", "thesis")}
+    bound = lower_bound(net, cap, DEFAULT_COST)
+    lines = [f"{precision}, {cap.describe()}, DMA cost {DEFAULT_COST}.", "",
+             "| layer | naive cycles | optimal cycles | naive / optimal | optimal tiling | "
+             "on-chip (naive / optimal) | naive MB | optimal MB | bound MB |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|"]
+    for n, o, b in zip(figs["naive"], figs["optimal"], bound):
+        lines.append(f"| {o.layer} | {n.cycles:,.0f} | {o.cycles:,.0f} | "
+                     f"{n.cycles / o.cycles:.2f}x | {o.tiling} | {n.onchip_use:.0%} / "
+                     f"{o.onchip_use:.0%} | {_mb(n.dram_bytes)} | {_mb(o.dram_bytes)} | "
+                     f"{_mb(b[1])} |")
+    tn, to, tt = (network_totals(figs[s]) for s in ("naive", "optimal", "thesis"))
+    lines.append(f"| **total** | {tn[5]:,.0f} | {to[5]:,.0f} | {tn[5] / to[5]:.2f}x | | | "
+                 f"{_mb(tn[3] + tn[4])} | {_mb(to[3] + to[4])} | "
+                 f"{_mb(sum(b[1] for b in bound))} |")
+    lines.append(f"\n`thesis` on the same memory: {tt[5]:,.0f} cycles "
+                 f"({tt[5] / to[5]:.1f}x `optimal`), {_mb(tt[3] + tt[4])} MB.")
+    return "\n".join(lines)
+
+
+def fusion_section():
+    from sw.workloads import load_network
+
+    cap = Capacity(precision="a8w8", ocm_bytes=2 << 20)
+    lines = [f"a8w8, {cap.describe()}. Savings = 1 - fused / layer-by-layer DRAM bytes, against "
+             "our `optimal` layer-by-layer schedule and against the layer-by-layer floor "
+             "(every tensor moved once per layer).", "",
+             "| network | layer-by-layer MB (optimal) | floor MB | fused MB | groups | "
+             "saving vs optimal | saving vs floor | ITT (seed 004) | ideal (whole network) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in [*ITT_SAVINGS, *MLPERF_IDEAL]:
+        net = load_network(name)
+        lbl = network_totals(layer_figures(build_schedule(net, "optimal", cap), net))
+        lbl_bytes = lbl[3] + lbl[4]
+        fused = build_schedule(net, "fused", cap)
+        ff = network_totals(layer_figures(fused, net))
+        fused_bytes = ff[3] + ff[4]
+        floor = sum(b[1] for b in lower_bound(net, cap, DEFAULT_COST))
+        groups = sum(1 for ls in fused.layers if ls.group)
+        ideal = 1 - fused_floor(net, cap) / floor
+        itt = f"{ITT_SAVINGS[name]:.2f}%" if name in ITT_SAVINGS else ""
+        lines.append(f"| {name} | {_mb(lbl_bytes)} | {_mb(floor)} | {_mb(fused_bytes)} | "
+                     f"{groups} | {1 - fused_bytes / lbl_bytes:.1%} | "
+                     f"{1 - fused_bytes / floor:.1%} | {itt} | {ideal:.1%} |")
+    return "\n".join(lines)
+
+
+def speed_section():
+    from sw.workloads import load_network
+
+    lines = ["| command | seconds |", "|---|---:|"]
+    for name, strategy in (("resnet50", "optimal"), ("resnet50", "fused"),
+                           ("yolov3", "fused")):
+        net = load_network(name)
+        start = time.perf_counter()
+        build_schedule(net, strategy, Capacity(ocm_bytes=2 << 20 if strategy == "fused"
+                                               else None))
+        lines.append(f"| `tessera tile {name} --strategy {strategy}"
+                     f"{' --ocm 2M' if strategy == 'fused' else ''}` (scheduling) | "
+                     f"{time.perf_counter() - start:.2f} |")
+    return "\n".join(lines)
+
+
+def traffic_plot(path):
+    """DRAM traffic against on-chip memory size (seed 004's Fig. 1): optimal and fused."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sw.workloads import load_network
+
+    sizes = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for color, name in enumerate(("resnet8", "vww", "mobilenetv1", "resnet50")):
+        net = load_network(name)
+        for strategy, style in (("optimal", "--"), ("fused", "-")):
+            xs, ys = [], []
+            for kib in sizes:
+                try:
+                    s = build_schedule(net, strategy, Capacity(ocm_bytes=kib * 1024))
+                except ValueError:
+                    continue
+                t = network_totals(layer_figures(s, net))
+                xs.append(kib)
+                ys.append((t[3] + t[4]) / 1e6)
+            ax.plot(xs, ys, style, marker="o", color=f"C{color}", label=f"{name} {strategy}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("on-chip memory (KiB, shared, double-buffered)")
+    ax.set_ylabel("DRAM traffic per inference (MB)")
+    ax.set_title("DRAM traffic against on-chip memory, a8w8")
+    ax.legend(fontsize=7, ncol=2)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def build_section(plot=None):
+    parts = ["## Tiling compiler", "",
+             "Regenerate with `python -m sw.tiling.results --write --plot "
+             "docs/img/traffic_vs_ocm.png` (part of `make bench`). DRAM bytes are bus bytes "
+             "(whole 64-bit beats); cycles are the DMA cost model's.", "",
+             "### Seed 002 Table 5.1: tile counts of the `thesis` strategy", "",
+             table_5_1_section(), "",
+             "### FlowNetS at 256 KiB: `optimal` against `naive` (seed 000 reports about 5x)",
+             "", flownets_section("a16w16"), "", flownets_section("a8w8"), "",
+             "### Layer fusion at 2 MiB, 8 bit: `fused` against layer by layer", "",
+             fusion_section(), "", "### Compile time", "", speed_section()]
+    if plot:
+        traffic_plot(plot)
+        parts += ["", f"![DRAM traffic against on-chip memory]({plot.split('docs/', 1)[-1]})"]
+    return "\n".join(parts)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m sw.tiling.results", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--write", action="store_true",
+                        help="replace the tiling section of docs/results.md")
+    parser.add_argument("--plot", metavar="PNG", help="also draw traffic against memory size")
+    args = parser.parse_args(argv)
+    body = build_section(args.plot)
+    print(body)
+    if args.write:
+        from boards.synth import write_results_section
+
+        write_results_section("tiling", body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
