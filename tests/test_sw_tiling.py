@@ -361,3 +361,11 @@ def test_the_validator_catches_broken_fused_groups(mutation):
     else:
         group["peak_bytes"] = (32 << 10) + 1
     assert not validate_schedule(Schedule.from_dict(d), net).ok
+
+
+def test_results_table_5_1_section():
+    from sw.tiling.results import table_5_1_section
+
+    text = table_5_1_section()
+    assert "27 of 27 rows reproduced exactly" in text
+    assert "(differs)" not in text
