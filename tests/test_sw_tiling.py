@@ -369,3 +369,21 @@ def test_results_table_5_1_section():
     text = table_5_1_section()
     assert "27 of 27 rows reproduced exactly" in text
     assert "(differs)" not in text
+
+
+@pytest.mark.parametrize("ocm", [6 << 10, 12 << 10, 64 << 10])
+def test_fused_branches_with_upsample_and_concat_pass_the_validator(ocm):
+    b = NetworkBuilder("fpn", {"input": (20, 12, 8)})
+    a = b.conv("a", "input", 16, 3, 1, "same")
+    d = b.conv("down", a, 16, 3, 2, "same")
+    d = b.depthwise("dw", d, 3, 1, "same")
+    u = b.upsample("up", d, 2)
+    s = b.add("sum", a, u)
+    c = b.concat("cat", s, a)
+    m = b.pool("pool", c, 3, 1, "same")
+    b.conv("out", m, 16, 1, 1, "valid")
+    net = b.build()
+    schedule = build_schedule(net, "fused", Capacity(ocm_bytes=ocm))
+    assert any(ls.group and ls.group["passes"] > 1 for ls in schedule.layers) or ocm > 32 << 10
+    report = validate_schedule(schedule, net, seed=7)
+    assert report.ok, report.summary()
