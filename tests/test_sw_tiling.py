@@ -387,3 +387,18 @@ def test_fused_branches_with_upsample_and_concat_pass_the_validator(ocm):
     assert any(ls.group and ls.group["passes"] > 1 for ls in schedule.layers) or ocm > 32 << 10
     report = validate_schedule(schedule, net, seed=7)
     assert report.ok, report.summary()
+
+
+@pytest.mark.parametrize("channels", [3, 6, 20, 36])
+@pytest.mark.parametrize("precision", ["a8w8", "a4w4", "a16w16"])
+def test_full_tiles_of_odd_channel_counts_fit_their_banks(channels, precision):
+    # naive fills the banks to the byte: the bank must hold the tile as the DMA lays it out
+    # (pixels padded to the layout's channel stride), not only its ST words
+    b = NetworkBuilder("t", {"input": (12, 40, channels)})
+    b.conv("L", "input", 32, 3, 1, "same")
+    net = b.build()
+    for strategy in ("naive", "optimal", "fused"):
+        cap = Capacity(AcceleratorConfig(plm_in_words=700, plm_w_words=4096,
+                                         plm_acc_words=4096), precision)
+        report = validate_schedule(build_schedule(net, strategy, cap), net, seed=channels)
+        assert report.ok, (strategy, report.summary())

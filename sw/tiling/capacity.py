@@ -16,6 +16,8 @@ PE of a command (a partial output-channel block still occupies ``pes`` accumulat
 from dataclasses import dataclass
 from math import lcm
 
+import numpy as np
+
 from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
 from hls_ref.formats import BEAT_BITS, OUTPUT_WIDTHS, TensorLayout
 from hls_ref.precision import Precision
@@ -90,7 +92,16 @@ class Capacity:
 
     # --- tile footprints (bytes) ------------------------------------------------------------
     def input_tile_bytes(self, rows, width, channels):
-        return WORD_BYTES * rows * width * _ceil(channels, self.lanes)
+        """An input tile in its bank: as the DMA writes it (the tensor layout of a ``rows x
+        width x channels`` tensor, pixels padded to the layout's channel stride), which is
+        never less than its ST words (numpy arrays work element-wise)."""
+        per_beat = BEAT_BITS // self.act_bits
+        channels = np.asarray(channels, np.int64)
+        pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(channels, 1))).astype(np.int64))
+        stride = np.where(channels >= per_beat, _ceil(channels, per_beat) * per_beat, pow2)
+        row = _ceil(width * stride, per_beat) * per_beat
+        return np.maximum(rows * row * self.act_bits // 8,
+                          WORD_BYTES * rows * width * _ceil(channels, self.lanes))
 
     def weight_tile_bytes(self, kind, kernel, out_channels, in_channels):
         """Weights of one tile in PE blocks (the last zero-filled) plus its quantization block."""

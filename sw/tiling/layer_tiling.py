@@ -275,7 +275,7 @@ def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk"
     if layer.kind == "depthwise":
         in_b = 2 * rs.max_in * w * z_max
     elif layer.kind == "fc":
-        in_b = 2 * np.ones_like(rs.max_in) * _ceil(k_max, capacity.lanes)
+        in_b = capacity.input_tile_bytes(np.ones_like(rs.max_in), 1, k_max)
     else:
         in_b = capacity.input_tile_bytes(rs.max_in, w, k_max)
     w_b = capacity.weight_tile_bytes(layer.kind, layer.kernel, z_max, k_max)
