@@ -208,25 +208,24 @@ def _plan(layers, finals, inputs, outputs, passes, shapes, capacity, weights):
     return ends, starts, peak
 
 
+def _band_traffic(tensors, ends, passes, shapes, capacity):
+    """(bytes, calls) of moving each tensor's new rows once per pass, one band a call."""
+    moved = calls = 0
+    for x in tensors:
+        rb = _row_bytes(capacity, shapes[x])
+        for p in range(passes):
+            rows = ends[x][p] - (ends[x][p - 1] if p else 0)
+            if rows:
+                moved += rows * rb
+                calls += 1
+    return moved, calls
+
+
 def _traffic(layers, ends, starts, peak, inputs, outputs, passes, shapes, capacity, cost,
              weights):
-    read = written = calls = 0
-    for x in inputs:
-        rb = _row_bytes(capacity, shapes[x])
-        e = ends[x]
-        for p in range(passes):
-            rows = e[p] - (e[p - 1] if p else 0)
-            if rows:
-                read += rows * rb
-                calls += 1
-    for x in outputs:
-        rb = _row_bytes(capacity, shapes[x])
-        e = ends[x]
-        for p in range(passes):
-            rows = e[p] - (e[p - 1] if p else 0)
-            if rows:
-                written += rows * rb
-                calls += 1
+    read, calls_in = _band_traffic(inputs, ends, passes, shapes, capacity)
+    written, calls_out = _band_traffic(outputs, ends, passes, shapes, capacity)
+    calls = calls_in + calls_out
     weighted = [layer for layer in layers if layer.weighted]
     read += weights
     calls += 2 * len(weighted)

@@ -100,9 +100,11 @@ def fusion_section():
         groups = sum(1 for ls in fused.layers if ls.group)
         ideal = 1 - fused_floor(net, cap) / floor
         itt = f"{ITT_SAVINGS[name]:.2f}%" if name in ITT_SAVINGS else ""
+        anchor = (f" (perf-anchors: {MLPERF_IDEAL[name]}%, int8 weights + int32 biases)"
+                  if name in MLPERF_IDEAL else "")
         lines.append(f"| {name} | {_mb(lbl_bytes)} | {_mb(floor)} | {_mb(fused_bytes)} | "
                      f"{groups} | {1 - fused_bytes / lbl_bytes:.1%} | "
-                     f"{1 - fused_bytes / floor:.1%} | {itt} | {ideal:.1%} |")
+                     f"{1 - fused_bytes / floor:.1%} | {itt} | {ideal:.1%}{anchor} |")
     return "\n".join(lines)
 
 
