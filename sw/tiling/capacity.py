@@ -105,6 +105,12 @@ class Capacity:
 
     def weight_tile_bytes(self, kind, kernel, out_channels, in_channels):
         """Weights of one tile in PE blocks (the last zero-filled) plus its quantization block."""
+        return (self.weight_bytes(kind, kernel, out_channels, in_channels)
+                + self.qblock_bytes(out_channels))
+
+    def weight_bytes(self, kind, kernel, out_channels, in_channels):
+        """The weight blob of ``out_channels`` (in PE blocks, the last zero-filled) by
+        ``in_channels`` (ignored for depthwise), as ``docs/formats.md`` section 2 lays it out."""
         kh, kw = kernel
         blocks = _ceil(out_channels, self.pes) * self.pes
         if kind == "conv":
@@ -113,7 +119,12 @@ class Capacity:
             words = _ceil(kh * kw, self.lanes) * blocks
         else:
             words = _ceil(in_channels, self.lanes) * blocks
-        return WORD_BYTES * words + self.qblock_bytes(out_channels)
+        return WORD_BYTES * words
+
+    def layer_weight_bytes(self, layer):
+        """(weight blob, quantization block) bytes of a whole layer in one tile."""
+        return (self.weight_bytes(layer.kind, layer.kernel, layer.out_channels,
+                                  layer.in_channels), self.qblock_bytes(layer.out_channels))
 
     @staticmethod
     def qblock_bytes(out_channels):
@@ -172,3 +183,9 @@ class Capacity:
     def as_dict(self):
         return {"config": self.config.as_dict(), "precision": self.precision.label,
                 "out_bits": self.out_bits, "ocm_bytes": self.ocm_bytes}
+
+    @classmethod
+    def from_dict(cls, d):
+        """The inverse of :meth:`as_dict` (a schedule's ``capacity``)."""
+        config = dict(d["config"], max_kernel=tuple(d["config"]["max_kernel"]))
+        return cls(AcceleratorConfig(**config), d["precision"], d["out_bits"], d["ocm_bytes"])

@@ -28,8 +28,7 @@ external bytes, then DMA cost; a single layer is always a possible group and cos
 from dataclasses import dataclass
 
 from .capacity import BEAT_BYTES
-from .layer_tiling import Tiling, check_layer, evaluate
-from .schedule import qparam_chunks, weight_chunks
+from .layer_tiling import check_layer, evaluate
 from .search import optimal_tiling
 
 __all__ = ["Group", "fused_partition", "group_plan"]
@@ -66,9 +65,7 @@ def _row_bytes(capacity, shape):
 
 
 def _weight_bytes(layer, capacity):
-    whole = Tiling(layer.out_shape[0], layer.out_channels, layer.in_channels)
-    return (sum(c[3] for c in weight_chunks(layer, capacity, whole))
-            + sum(c[2] for c in qparam_chunks(layer, whole)))
+    return sum(capacity.layer_weight_bytes(layer))
 
 
 def _needs_whole(layer):
@@ -105,9 +102,10 @@ def _need_start(layer, out_start, in_height):
     return min(max(0, out_start * layer.stride[0] - layer.padding.top), in_height)
 
 
-def group_plan(layers, network, capacity, cost, shapes=None, consumers=None):
+def group_plan(layers, network, capacity, cost, shapes=None, consumers=None, weights=None):
     """The :class:`Group` of ``layers`` (consecutive, in execution order) with the fewest passes
-    that fit, or ``None`` if even the most passes do not fit."""
+    that fit, or ``None`` if even the most passes do not fit. ``shapes``, ``consumers`` and
+    ``weights`` (the layers' weight and quantization bytes) are derived when not given."""
     shapes = shapes or network.shapes
     consumers = consumers or _consumers(network)
     names = {layer.name for layer in layers}
@@ -121,7 +119,8 @@ def group_plan(layers, network, capacity, cost, shapes=None, consumers=None):
                or not consumers.get(layer.name)]
     finals = [layer for layer in layers
               if not any(c in names for c in consumers.get(layer.name, []))]
-    weights = sum(_weight_bytes(layer, capacity) for layer in layers if layer.weighted)
+    if weights is None:
+        weights = sum(_weight_bytes(layer, capacity) for layer in layers if layer.weighted)
     max_passes = 1 if any(_needs_whole(layer) for layer in layers) else max(
         shapes[layer.name][0] for layer in finals)
     for layer in layers:
@@ -271,7 +270,8 @@ def fused_partition(network, capacity, cost, max_group=64):
             weights += weight_bytes[i]
             if weights > capacity.total_bytes:
                 break           # every longer group holds these weights too
-            group = group_plan(layers[i:j], network, capacity, cost, shapes, consumers)
+            group = group_plan(layers[i:j], network, capacity, cost, shapes, consumers,
+                               weights)
             if group is None:
                 continue
             b = best[i]

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from .capacity import BEAT_BYTES, Capacity
 from .cost import DmaCost
 from .layer_tiling import evaluate
-from .schedule import qparam_chunks, weight_chunks
 
 __all__ = ["LayerFigures", "fused_floor", "layer_figures", "lower_bound", "network_totals"]
 
@@ -31,19 +30,10 @@ class LayerFigures:
         return self.read_bytes + self.written_bytes
 
 
-def _capacity(schedule):
-    c = schedule.capacity
-    from hls_ref.config import AcceleratorConfig
-
-    cfg = dict(c["config"])
-    cfg["max_kernel"] = tuple(cfg["max_kernel"])
-    return Capacity(AcceleratorConfig(**cfg), c["precision"], c["out_bits"], c["ocm_bytes"])
-
-
 def layer_figures(schedule, network):
     """[:class:`LayerFigures`] of every layer, counted from the schedule's transfers."""
     cost = DmaCost(**schedule.cost)
-    capacity = _capacity(schedule)
+    capacity = Capacity.from_dict(schedule.capacity)
     out = []
     for ls in schedule.layers:
         transfers = list(ls.transfers())
@@ -107,10 +97,7 @@ def lower_bound(network, capacity, cost):
         beats += capacity.layout(layer.out_shape, bits).bytes // BEAT_BYTES
         calls = len(layer.inputs) + 1
         if layer.weighted:
-            from .layer_tiling import Tiling
-            whole = Tiling(layer.out_shape[0], layer.out_channels, layer.in_channels)
-            beats += sum(c[3] for c in weight_chunks(layer, capacity, whole)) // BEAT_BYTES
-            beats += sum(c[2] for c in qparam_chunks(layer, whole)) // BEAT_BYTES
+            beats += sum(capacity.layer_weight_bytes(layer)) // BEAT_BYTES
             calls += 2
         out.append((layer.name, beats * BEAT_BYTES, cost.cycles(calls, calls, beats)))
     return out

@@ -20,7 +20,7 @@ Everything is deterministic and serialises to JSON (:meth:`Schedule.to_json`).
 import json
 from dataclasses import asdict, dataclass, field
 
-from .capacity import BEAT_BYTES
+from .capacity import BEAT_BYTES, Capacity
 from .layer_tiling import Tiling, row_tiles, splits
 
 __all__ = ["Command", "LayerSchedule", "Region", "Schedule", "Step", "Transfer",
@@ -211,9 +211,8 @@ def weight_chunks(layer, capacity, tiling):
                 else splits(layer.in_channels, tiling.in_channels))
     for z in splits(layer.out_channels, tiling.out_channels):
         for k in k_ranges:
-            size = capacity.weight_tile_bytes(layer.kind, layer.kernel, z[1] - z[0],
-                                              k[1] - k[0] if k else 0)
-            size -= capacity.qblock_bytes(z[1] - z[0])
+            size = capacity.weight_bytes(layer.kind, layer.kernel, z[1] - z[0],
+                                         k[1] - k[0] if k else 0)
             chunks.append((z, k, offset, size))
             offset += size
     return chunks
@@ -223,7 +222,7 @@ def qparam_chunks(layer, tiling):
     """[(z-range, byte offset, bytes)]: one quantization block per output-channel tile."""
     chunks, offset = [], 0
     for z in splits(layer.out_channels, tiling.out_channels):
-        size = BEAT_BYTES * (1 + 2 * (z[1] - z[0]))
+        size = Capacity.qblock_bytes(z[1] - z[0])
         chunks.append((z, offset, size))
         offset += size
     return chunks
@@ -281,7 +280,6 @@ class _Banks:
 
 def materialize(layer, capacity, tiling, regions, input_name):
     """Steps of one accelerated layer under ``tiling`` (regions already placed)."""
-    p = capacity.precision
     pes = capacity.pes
     _, wo, co = layer.out_shape
     c_in = layer.in_channels
@@ -348,13 +346,7 @@ def materialize(layer, capacity, tiling, regions, input_name):
                                                   "q", q_bank))
             last = ki == len(k_tiles) - 1
             blocks = splits(z[1] - z[0], pes)
-            k_count = (kr[1] - kr[0])
-            if layer.kind == "conv":
-                block_bytes = 2 * layer.kernel[0] * layer.kernel[1] * -(-k_count // p.lanes) * pes
-            elif dw:
-                block_bytes = 2 * -(-(layer.kernel[0] * layer.kernel[1]) // p.lanes) * pes
-            else:
-                block_bytes = 2 * -(-k_count // p.lanes) * pes
+            block_bytes = capacity.weight_bytes(layer.kind, layer.kernel, pes, kr[1] - kr[0])
             for bi, (o0, o1) in enumerate(blocks):
                 step.commands.append(Command(
                     layer.kind, (r0, r1), (z[0] + o0, z[0] + o1), kr, (a, b),

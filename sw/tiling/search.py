@@ -55,11 +55,11 @@ def _candidates(layer, capacity):
             np.array(ks)[None, None, :])
 
 
-def _grid(layer, capacity, cost):
+def _grid(layer, capacity, cost, orders):
     rows, zs, ks = _candidates(layer, capacity)
     stats = tensor_stats(layer, capacity, rows, zs, ks if layer.kind != "depthwise" else zs)
     results = {}
-    for order in ORDERS:
+    for order in orders:
         results[order] = evaluate(layer, capacity, cost, rows, zs, ks, order, stats)
     return (rows, zs, ks), results
 
@@ -74,17 +74,18 @@ def _no_fit(layer, capacity, cost):
                        f"does not fit {capacity.describe()}; it needs {need}")
 
 
-def choose(layer, capacity, cost, key):
-    """The tiling minimising ``key(cost_result, order) -> tuple of arrays`` (lexicographic)."""
+def choose(layer, capacity, cost, key, orders=ORDERS):
+    """The tiling minimising ``key(cost_result) -> tuple of arrays`` (lexicographic) over
+    the loop ``orders``."""
     check_layer(layer, capacity)
-    (rows, zs, ks), results = _grid(layer, capacity, cost)
+    (rows, zs, ks), results = _grid(layer, capacity, cost, orders)
     best = None
     for order, res in results.items():
         shape = np.broadcast_shapes(rows.shape, zs.shape, ks.shape)
         fits = np.broadcast_to(res.fits, shape)
         if not fits.any():
             continue
-        keys = [np.broadcast_to(k, shape)[fits] for k in key(res, order)]
+        keys = [np.broadcast_to(k, shape)[fits] for k in key(res)]
         idx = np.lexsort(keys[::-1])[0]
         flat = np.argwhere(fits)[idx]
         score = tuple(k[idx] for k in keys)
@@ -101,14 +102,12 @@ def choose(layer, capacity, cost, key):
 def optimal_tiling(layer, capacity, cost):
     """The tiling with the lowest DMA cost; ties go to fewer beats, then fewer commands."""
     return choose(layer, capacity, cost,
-                  lambda res, order: (res.cycles, res.total_beats, res.commands))
+                  lambda res: (res.cycles, res.total_beats, res.commands))
 
 
 def naive_tiling(layer, capacity, cost):
     """Seed 000's naive choice: the largest tiles, i.e. the tiling that fills the most
     on-chip memory, with seed 000's loop order (rows outermost: ``hzk``); ties go to fewer
     commands."""
-    def key(res, order):
-        used = sum(res.footprint)
-        return (-used if order == "hzk" else np.full_like(used, 1 << 62), res.commands)
-    return choose(layer, capacity, cost, key)
+    return choose(layer, capacity, cost, lambda res: (-sum(res.footprint), res.commands),
+                  orders=("hzk",))

@@ -18,7 +18,7 @@ from dataclasses import asdict
 from .capacity import Capacity, TilingError
 from .cost import DEFAULT_COST
 from .fusion import fused_partition
-from .layer_tiling import Tiling, check_layer
+from .layer_tiling import check_layer
 from .schedule import (
     Allocator,
     LayerSchedule,
@@ -97,9 +97,6 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
     capacity = capacity or Capacity()
     alloc = Allocator()
 
-    def region_of(name):
-        return alloc.regions[name]
-
     for name, shape in network.inputs.items():
         alloc.place(name, "activation", capacity.layout(shape).bytes)
     for layer in network.layers:
@@ -127,11 +124,9 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
         else:
             alloc.place(layer.name, "activation", capacity.layout(layer.out_shape).bytes)
         if layer.weighted and layer.name in groups:
-            whole = Tiling(layer.out_shape[0], layer.out_channels, layer.in_channels)
-            alloc.place(f"{layer.name}.weights", "weights",
-                        sum(c[3] for c in weight_chunks(layer, capacity, whole)))
-            alloc.place(f"{layer.name}.qparams", "qparams",
-                        sum(c[2] for c in qparam_chunks(layer, whole)))
+            weights, qparams = capacity.layer_weight_bytes(layer)
+            alloc.place(f"{layer.name}.weights", "weights", weights)
+            alloc.place(f"{layer.name}.qparams", "qparams", qparams)
     layers = []
     for layer in network.layers:
         group = groups.get(layer.name)
@@ -140,15 +135,14 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
                 layers.append(_group_schedule(group, network, capacity, alloc))
             continue
         if layer.weighted:
-            regions = dict(alloc.regions)
-            regions[layer.inputs[0]] = region_of(layer.inputs[0])
-            steps = materialize(layer, capacity, tilings[layer.name], regions, layer.inputs[0])
+            steps = materialize(layer, capacity, tilings[layer.name], alloc.regions,
+                                layer.inputs[0])
             layers.append(LayerSchedule(layer.name, layer.kind, tilings[layer.name], steps))
         elif layer.kind == "concat":
             layers.append(LayerSchedule(layer.name, layer.kind, None, []))
         else:
-            step = Step(loads=[_whole("load", region_of(x), "host") for x in layer.inputs],
-                        stores=[_whole("store", region_of(layer.name), "host")])
+            step = Step(loads=[_whole("load", alloc.regions[x], "host") for x in layer.inputs],
+                        stores=[_whole("store", alloc.regions[layer.name], "host")])
             layers.append(LayerSchedule(layer.name, layer.kind, None, [step]))
     return Schedule(network.name, strategy, capacity.as_dict(), asdict(cost), alloc.regions,
                     layers)

@@ -12,7 +12,7 @@ layer computed by ``hls_ref.layers``. So a schedule with a wrong address, stride
 padding, missing load or overflowing tile fails, however cheap it is.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 
 import numpy as np
 
@@ -42,7 +42,7 @@ from hls_ref.layers import (
     max_pool2d,
 )
 
-from .report import _capacity
+from .capacity import Capacity
 from .schedule import qparam_chunks, weight_chunks
 
 __all__ = ["ValidationError", "ValidationReport", "validate_layer", "validate_schedule"]
@@ -114,10 +114,10 @@ def _random_layer(layer, capacity, rng):
 def _golden(layer, x, weights, zp_in, bias, requant):
     if layer.kind == "conv":
         return conv2d(x, weights, bias, zp_in, requant, stride=layer.stride,
-                      padding=tuple(layer.padding.__dict__.values()))
+                      padding=astuple(layer.padding))
     if layer.kind == "depthwise":
         return depthwise_conv2d(x, weights, bias, zp_in, requant, stride=layer.stride,
-                                padding=tuple(layer.padding.__dict__.values()))
+                                padding=astuple(layer.padding))
     return fully_connected(x.reshape(1, -1), weights, bias, zp_in, requant).reshape(1, 1, -1)
 
 
@@ -377,7 +377,7 @@ def validate_group(ls, network, capacity, rng):
             weights[layer.name] = rng.integers(-2, 3, (*layer.kernel, layer.in_channels))
         elif layer.kind == "fc":
             weights[layer.name] = rng.integers(-2, 3, (layer.out_channels, layer.in_channels))
-        pad = tuple(layer.padding.__dict__.values())
+        pad = astuple(layer.padding)
         full[layer.name] = _stand_in(layer, [full[x] for x in layer.inputs],
                                      weights.get(layer.name), pad)
     ends, starts = plan["ends"], plan["starts"]
@@ -415,7 +415,7 @@ def validate_group(ls, network, capacity, rng):
 def validate_schedule(schedule, network, *, seed=0, layers=None):
     """Replay every accelerated layer and fused group (or the layers named in ``layers``)
     with seeded data."""
-    capacity = _capacity(schedule)
+    capacity = Capacity.from_dict(schedule.capacity)
     report = ValidationReport()
     rng = np.random.default_rng(seed)
     for ls in schedule.layers:
