@@ -1,0 +1,291 @@
+"""The 2D-convolution compute core: PLM addresses -> ST PE row -> accumulator PLM.
+
+One command computes an ``out_h x out_w`` output tile for the ``pes`` output channels of the
+weight bank, from the input tile in the input bank (``in_h x in_w`` pixels of ``groups``
+16-bit ST words each, dense, row-major, as the input loader writes them). The loop nest,
+innermost last, is::
+
+    for oy < out_h, ox < out_w:              # one output pixel per PE sum
+        for ky < kernel_h, kx < kernel_w, g < groups:
+            a = input[(oy*sh - pad_top + ky, ox*sw - pad_left + kx), g]  or pad_word
+            b[pe] = weights[(ky*kernel_w + kx)*groups + g][pe]
+            acc[pe] += st(a, b[pe])           # one ST MAC per PE per cycle
+
+so the PE row receives one operand pair per cycle from the first cycle to the last without a
+bubble, also across output pixels. Every sum leaves the PE row into the accumulate stage,
+which adds the folded bias (``acc_flag`` 0) or the partial sum the accumulator PLM holds for
+that pixel (``acc_flag`` 1) and writes the result back: one pixel per cycle, so nothing ever
+waits and the core needs no back-pressure.
+
+Addresses advance by additions only: the word address within a kernel row is contiguous
+across ``kx`` and ``g``, and the strides between kernel rows, output pixels and output rows
+(``row_words = in_w * groups`` and its multiples) are computed once per command. Addresses of
+padded taps may wrap; they are never used (the pad flag comes from the tap's coordinates).
+"""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH, Precision
+
+from .params import check_int
+from .pe import PERow
+
+__all__ = ["ACC_BITS", "ConvCore", "core_command_layout"]
+
+ACC_BITS = 32
+_DIM = 16          # descriptor width of tile dimensions
+
+
+def _bits(count):
+    """Address bits for ``count`` entries."""
+    return max(1, (count - 1).bit_length())
+
+
+def core_command_layout(in_words):
+    """What the core needs of one command (the sequencer derives it from the descriptor).
+
+    ``groups`` is ST words per input pixel; ``pad_word`` the padding value replicated into
+    every ST slot; the ``*_bank`` bits select the PLM banks."""
+    return data.StructLayout({
+        "precision": Precision,
+        "kernel_h": unsigned(4),
+        "kernel_w": unsigned(4),
+        "stride_h": unsigned(2),
+        "stride_w": unsigned(2),
+        "pad_top": unsigned(4),
+        "pad_left": unsigned(4),
+        "in_h": unsigned(_DIM),
+        "in_w": unsigned(_DIM),
+        "groups": unsigned(_bits(in_words + 1)),
+        "out_h": unsigned(_DIM),
+        "out_w": unsigned(_DIM),
+        "pad_word": unsigned(OPERAND_WIDTH),
+        "acc_flag": unsigned(1),
+        "in_bank": unsigned(1),
+        "w_bank": unsigned(1),
+        "acc_bank": unsigned(1),
+    })
+
+
+class ConvCore(wiring.Component):
+    """Runs one convolution command over the PLMs (see the module docstring).
+
+    Parameters
+    ----------
+    pes : int
+        Processing elements (output channels per command).
+    in_words : int
+        Input PLM bank size, 16-bit words.
+    w_rows : int
+        Weight PLM bank size, rows of ``pes`` words.
+    acc_rows : int
+        Accumulator PLM bank size, rows of ``pes`` 32-bit sums (output pixels).
+    precisions : collection of Precision
+        Configurations the PE row implements.
+    stages : int
+        Pipeline stages of the ST multipliers.
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: run ``cmd`` (held stable until ``done``).
+    cmd : ``In(core_command_layout(in_words))``
+    bias : ``In(ArrayLayout(signed(32), pes))``
+        Folded bias per PE, used when ``cmd.acc_flag`` is 0.
+    busy : ``Out(1)``
+    done : ``Out(1)``
+        Pulse when the last sum of the command is in the accumulator PLM.
+    mac : ``Out(1)``
+        High on every cycle an operand pair enters the PE row (useful MAC cycles).
+    in_rd : ``In(ReadPort.Signature)``
+        Input PLM, one 16-bit word, bank bit on top of the word address.
+    w_rd : ``In(ReadPort.Signature)``
+        Weight PLM, ``pes`` words, bank bit on top of the row address.
+    acc_rd, acc_wr : ``In(ReadPort.Signature)``, ``In(WritePort.Signature)``
+        Accumulator PLM, ``pes`` sums, bank bit on top of the row address.
+    """
+
+    def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
+                 precisions=tuple(Precision), stages=2):
+        self._pes = check_int("pes", pes, minimum=1)
+        self._in_words = check_int("in_words", in_words, minimum=1)
+        self._w_rows = check_int("w_rows", w_rows, minimum=1)
+        self._acc_rows = check_int("acc_rows", acc_rows, minimum=1)
+        self._precisions = tuple(Precision.parse(p) for p in precisions)
+        self._stages = stages
+        words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
+        sums = data.ArrayLayout(signed(ACC_BITS), pes)
+        super().__init__({
+            "start": In(1),
+            "cmd": In(core_command_layout(in_words)),
+            "bias": In(sums),
+            "busy": Out(1),
+            "done": Out(1),
+            "mac": Out(1),
+            "in_rd": In(memory.ReadPort.Signature(addr_width=_bits(in_words) + 1,
+                                                  shape=unsigned(OPERAND_WIDTH))),
+            "w_rd": In(memory.ReadPort.Signature(addr_width=_bits(w_rows) + 1, shape=words)),
+            "acc_rd": In(memory.ReadPort.Signature(addr_width=_bits(acc_rows) + 1,
+                                                   shape=sums)),
+            "acc_wr": In(memory.WritePort.Signature(addr_width=_bits(acc_rows) + 1,
+                                                    shape=sums)),
+        })
+
+    @property
+    def pes(self):
+        return self._pes
+
+    @property
+    def latency(self):
+        """Cycles from ``start`` to the first operand pair entering the PE row."""
+        return 4
+
+    def elaborate(self, platform):
+        m = Module()
+        cmd = self.cmd
+        in_bits = _bits(self._in_words)
+        w_bits = _bits(self._w_rows)
+        acc_bits = _bits(self._acc_rows)
+        m.submodules.pes = pe_row = PERow(pes=self._pes, precisions=self._precisions,
+                                          stages=self._stages, acc_width=ACC_BITS)
+
+        # --- per-command constants (two setup cycles) --------------------------------------
+        row_words = Signal(in_bits + 1)          # words per input row
+        row_step = Signal(in_bits + 2)           # words between output rows' windows
+        pix_step = Signal(in_bits + 2)           # words between output pixels' windows
+        origin = Signal(in_bits)                 # word address of the window of pixel (0, 0)
+        setup = Signal(2)
+        running = Signal()
+
+        # --- loop counters (stage A: the tap whose operands are being read) ----------------
+        g = Signal.like(cmd.groups)
+        kx = Signal(4)
+        ky = Signal(4)
+        ox = Signal(_DIM)
+        oy = Signal(_DIM)
+        ix_base = Signal(signed(_DIM + 2))       # input column of the window's left edge
+        iy_base = Signal(signed(_DIM + 2))       # input row of the window's top edge
+        ix = Signal(signed(_DIM + 2))
+        iy = Signal(signed(_DIM + 2))
+        row_base = Signal(in_bits)
+        pix_base = Signal(in_bits)
+        tap_base = Signal(in_bits)
+        addr = Signal(in_bits)
+        wrow = Signal(w_bits)
+
+        # busy from ``start`` until the last sum is written (``done``)
+        active = Signal()
+        m.d.comb += self.busy.eq(active)
+        with m.If(self.start & ~active):
+            m.d.sync += [setup.eq(1), active.eq(1)]
+        with m.If(setup == 1):
+            m.d.sync += [row_words.eq(cmd.in_w * cmd.groups), setup.eq(2)]
+        with m.If(setup == 2):
+            m.d.sync += [
+                row_step.eq(cmd.stride_h * row_words),
+                pix_step.eq(cmd.stride_w * cmd.groups),
+                origin.eq(-(cmd.pad_top * row_words) - cmd.pad_left * cmd.groups),
+                setup.eq(3),
+            ]
+        with m.If(setup == 3):
+            m.d.sync += [
+                g.eq(0), kx.eq(0), ky.eq(0), ox.eq(0), oy.eq(0), wrow.eq(0),
+                ix_base.eq(-cmd.pad_left), ix.eq(-cmd.pad_left),
+                iy_base.eq(-cmd.pad_top), iy.eq(-cmd.pad_top),
+                row_base.eq(origin), pix_base.eq(origin), tap_base.eq(origin), addr.eq(origin),
+                setup.eq(0), running.eq(1),
+            ]
+
+        last_g = g == cmd.groups - 1
+        last_kx = kx == cmd.kernel_w - 1
+        last_ky = ky == cmd.kernel_h - 1
+        last_ox = ox == cmd.out_w - 1
+        last_oy = oy == cmd.out_h - 1
+        with m.If(running):
+            m.d.sync += [g.eq(g + 1), addr.eq(addr + 1), wrow.eq(wrow + 1)]
+            with m.If(last_g):
+                m.d.sync += [g.eq(0), kx.eq(kx + 1), ix.eq(ix + 1)]
+                with m.If(last_kx):
+                    next_tap = tap_base + row_words
+                    m.d.sync += [kx.eq(0), ix.eq(ix_base), ky.eq(ky + 1), iy.eq(iy + 1),
+                                 tap_base.eq(next_tap), addr.eq(next_tap)]
+                    with m.If(last_ky):
+                        next_pix = pix_base + pix_step
+                        m.d.sync += [ky.eq(0), iy.eq(iy_base), wrow.eq(0),
+                                     ox.eq(ox + 1), ix_base.eq(ix_base + cmd.stride_w),
+                                     ix.eq(ix_base + cmd.stride_w),
+                                     pix_base.eq(next_pix), tap_base.eq(next_pix),
+                                     addr.eq(next_pix)]
+                        with m.If(last_ox):
+                            next_row = row_base + row_step
+                            m.d.sync += [ox.eq(0), ix_base.eq(-cmd.pad_left),
+                                         ix.eq(-cmd.pad_left),
+                                         oy.eq(oy + 1), iy_base.eq(iy_base + cmd.stride_h),
+                                         iy.eq(iy_base + cmd.stride_h),
+                                         row_base.eq(next_row), pix_base.eq(next_row),
+                                         tap_base.eq(next_row), addr.eq(next_row)]
+                            with m.If(last_oy):
+                                m.d.sync += running.eq(0)
+
+        # --- stage B: PLM data arrives; operands enter the PE row --------------------------
+        padded = (iy < 0) | (iy >= cmd.in_h) | (ix < 0) | (ix >= cmd.in_w)
+        m.d.comb += [
+            self.in_rd.addr.eq(addr | (cmd.in_bank << in_bits)),
+            self.w_rd.addr.eq(wrow | (cmd.w_bank << w_bits)),
+            self.mac.eq(running),
+        ]
+        valid_b = Signal()
+        padded_b = Signal()
+        clear_b = Signal()
+        last_b = Signal()
+        m.d.sync += [
+            valid_b.eq(running),
+            padded_b.eq(padded),
+            clear_b.eq((g == 0) & (kx == 0) & (ky == 0)),
+            last_b.eq(last_g & last_kx & last_ky),
+        ]
+        m.d.comb += [
+            pe_row.i.valid.eq(valid_b),
+            pe_row.i.payload.a.eq(Mux(padded_b, cmd.pad_word, self.in_rd.data)),
+            pe_row.i.payload.b.eq(self.w_rd.data),
+            pe_row.i.payload.precision.eq(cmd.precision),
+            pe_row.i.payload.clear.eq(clear_b),
+            pe_row.i.payload.last.eq(last_b),
+            pe_row.o.ready.eq(1),
+        ]
+
+        # --- accumulate stage: read the pixel's partial sums, add, write back --------------
+        pixel = Signal(acc_bits)                 # output pixel of the next PE-row sum
+        sums_c = Signal.like(pe_row.o.payload)
+        valid_c = Signal()
+        pixel_c = Signal(acc_bits)
+        m.d.comb += [
+            self.acc_rd.addr.eq(pixel | (cmd.acc_bank << acc_bits)),
+            self.acc_rd.en.eq(pe_row.o.valid),
+        ]
+        m.d.sync += [valid_c.eq(pe_row.o.valid), sums_c.eq(pe_row.o.payload),
+                     pixel_c.eq(pixel)]
+        with m.If(pe_row.o.valid):
+            m.d.sync += pixel.eq(pixel + 1)
+        base = Mux(cmd.acc_flag, self.acc_rd.data.as_value(), self.bias.as_value())
+        base = data.View(data.ArrayLayout(signed(ACC_BITS), self._pes), base)
+        total = data.View(data.ArrayLayout(signed(ACC_BITS), self._pes),
+                          Signal(ACC_BITS * self._pes))
+        for pe in range(self._pes):
+            m.d.comb += total[pe].eq(base[pe] + sums_c[pe])
+        m.d.comb += [
+            self.acc_wr.addr.eq(pixel_c | (cmd.acc_bank << acc_bits)),
+            self.acc_wr.data.eq(total),
+            self.acc_wr.en.eq(valid_c),
+        ]
+
+        # done when the command's last pixel has been written
+        pixels = Signal(2 * _DIM)
+        m.d.comb += pixels.eq(cmd.out_h * cmd.out_w)
+        finishing = valid_c & (pixel_c == pixels - 1)
+        m.d.comb += self.done.eq(finishing)
+        with m.If(finishing):
+            m.d.sync += [pixel.eq(0), active.eq(0)]
+        return m

@@ -1,0 +1,306 @@
+"""Golden model of the accelerator socket: a descriptor list run on an external-memory image.
+
+:class:`SocketModel` does what the RTL does when the host starts a list: fetch each
+descriptor (``hls_ref.descriptor``), validate it, load the tile's operands from memory in the
+formats of ``docs/formats.md``, run the command on the invocation-level golden model
+(``hls_ref.invocation``) and store the output tile. The memory image after a run, the status
+word and the counters are what the RTL must reproduce bit for bit; RTL tests compare whole
+memory images, so a write outside a tile's output region is caught too.
+
+Errors follow one rule: every command before the failing one completes, stores included; the
+failing command and everything after it write nothing (an AXI write error may leave the
+failing command's own output region partly written). The list then stops with
+``STATUS.error``, the code and the index of the failing descriptor.
+
+:func:`dma_request` is the rule by which the hardware turns a 2D-strided access into a DMA
+request (merging contiguous segments); byte counters count whole beats of those requests.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import DEFAULT_CONFIG
+from .descriptor import (
+    DESCRIPTOR_BYTES,
+    Descriptor,
+    ErrorCode,
+    check,
+    geometry,
+)
+from .formats import QuantBlock
+from .invocation import Command, ConvAccelerator
+from .st import signed_field
+
+__all__ = ["DmaRequest", "SocketModel", "Status", "dma_request", "load_requests",
+           "store_request"]
+
+BEAT_BYTES = 8
+#: Largest segment one DMA request carries, in bytes (a 16-bit field).
+MAX_SEGMENT_BYTES = (1 << 16) - 1
+
+
+@dataclass(frozen=True)
+class DmaRequest:
+    """``outer_count`` x ``inner_count`` segments of ``seg_bytes`` bytes at
+    ``addr + o * outer_stride + i * inner_stride``."""
+
+    addr: int
+    seg_bytes: int
+    inner_count: int = 1
+    inner_stride: int = 0
+    outer_count: int = 1
+    outer_stride: int = 0
+
+    def segments(self):
+        for o in range(self.outer_count):
+            for i in range(self.inner_count):
+                yield self.addr + o * self.outer_stride + i * self.inner_stride, self.seg_bytes
+
+    @property
+    def beats(self):
+        """Bus beats: every beat a segment touches, counted once per segment."""
+        return sum((a + n - 1) // BEAT_BYTES - a // BEAT_BYTES + 1 for a, n in self.segments())
+
+    @property
+    def bytes(self):
+        return self.seg_bytes * self.inner_count * self.outer_count
+
+
+def dma_request(addr, seg_bytes, inner_count, inner_stride, outer_count, outer_stride):
+    """The request the hardware issues for a 2D-strided access: back-to-back segments are
+    merged (pixels into a row, rows into one block) while the merged segment still fits the
+    16-bit length field."""
+    if inner_count > 1 and inner_stride == seg_bytes and seg_bytes * inner_count <= \
+            MAX_SEGMENT_BYTES:
+        seg_bytes, inner_count, inner_stride = seg_bytes * inner_count, 1, 0
+    if inner_count == 1 and outer_count > 1 and outer_stride == seg_bytes and \
+            seg_bytes * outer_count <= MAX_SEGMENT_BYTES:
+        seg_bytes, outer_count, outer_stride = seg_bytes * outer_count, 1, 0
+    if inner_count == 1:
+        inner_stride = 0
+    if outer_count == 1:
+        outer_stride = 0
+    return DmaRequest(addr, seg_bytes, inner_count, inner_stride, outer_count, outer_stride)
+
+
+def load_requests(desc, config):
+    """``(input, weights, qblock or None)`` requests of a valid descriptor."""
+    geo = geometry(desc)
+    bits = geo.precision.act_bits
+    if geo.narrow:       # whole rows, each pixel 4 or 8 bits
+        row_bytes = -(-desc.in_w * desc.in_pixel_stride * bits // 8)
+        x = dma_request(desc.in_addr, row_bytes, 1, 0, desc.in_h,
+                        desc.in_row_stride * bits // 8)
+    else:
+        x = dma_request(desc.in_addr, 2 * geo.groups, desc.in_w,
+                        desc.in_pixel_stride * bits // 8, desc.in_h,
+                        desc.in_row_stride * bits // 8)
+    w = DmaRequest(desc.w_addr, 2 * desc.kernel_h * desc.kernel_w * geo.groups * config.pes)
+    q = (DmaRequest(desc.q_addr, BEAT_BYTES * (1 + 2 * desc.out_c))
+         if (not desc.acc_flag or desc.q_flag) else None)
+    return x, w, q
+
+
+def store_request(desc):
+    """The output request of a valid descriptor with ``q_flag`` set."""
+    geo = geometry(desc)
+    ob = geo.out_bits
+    if desc.out_seg == desc.out_pixel_stride:
+        row_bytes = -(-geo.out_w * desc.out_seg * ob // 8)
+        return dma_request(desc.out_addr, row_bytes, 1, 0, geo.out_h,
+                           desc.out_row_stride * ob // 8)
+    return dma_request(desc.out_addr, desc.out_seg * ob // 8, geo.out_w,
+                       desc.out_pixel_stride * ob // 8, geo.out_h,
+                       desc.out_row_stride * ob // 8)
+
+
+@dataclass
+class Status:
+    """The status word and counters after a list (``hls_ref.registers``)."""
+
+    done: bool = False
+    error: bool = False
+    code: ErrorCode = ErrorCode.NONE
+    index: int = 0
+    progress: int = 0
+    mac_cycles: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    tiles: int = 0
+    outputs: list = field(default_factory=list)   # (descriptor index, output tile) per store
+
+
+class _FaultError(Exception):
+    def __init__(self, code):
+        self.code = code
+
+
+class _Memory:
+    """Byte-addressed external memory with optional address ranges that answer with an
+    error response (a whole beat errs if any of its bytes is in a faulty range)."""
+
+    def __init__(self, data, faults):
+        self.data = data
+        self.faults = [(int(a), int(b)) for a, b in faults]
+
+    def _check(self, request, code):
+        for a, n in request.segments():
+            lo, hi = a // BEAT_BYTES * BEAT_BYTES, ((a + n - 1) // BEAT_BYTES + 1) * BEAT_BYTES
+            if hi > len(self.data) or any(f0 < hi and lo < f1 for f0, f1 in self.faults):
+                raise _FaultError(code)
+
+    def read_request(self, request):
+        self._check(request, ErrorCode.AXI_READ)
+
+    def read_bytes(self, addr, count):
+        self._check(DmaRequest(addr, count), ErrorCode.AXI_READ)
+        return self.data[addr:addr + count]
+
+    def read_elements(self, byte_addr, index, bits):
+        """Signed ``bits``-bit elements at element ``index`` (array) from ``byte_addr``."""
+        pos = 8 * byte_addr + np.asarray(index, np.int64) * bits
+        start = pos // 8
+        raw = np.zeros(pos.shape, np.int64)
+        for k in range(3):
+            # bytes past the end of memory only ever hold bits above the element
+            raw |= np.take(self.data, start + k, mode="clip").astype(np.int64) << (8 * k)
+        return signed_field(raw >> (pos % 8), 0, bits)
+
+    def write_segment(self, addr, values, bits):
+        """Pack elements densely from byte ``addr``, zero-filled to a whole byte."""
+        values = np.asarray(values, np.int64).ravel() & ((1 << bits) - 1)
+        if bits == 4:
+            values = np.concatenate([values, np.zeros(len(values) % 2, np.int64)])
+            data = values[0::2] | values[1::2] << 4
+        elif bits == 8:
+            data = values
+        else:
+            data = np.stack([values & 0xFF, values >> 8], axis=1).ravel()
+        self.data[addr:addr + len(data)] = data.astype(np.uint8)
+
+
+def _unpack_weights(words, precision):
+    """Weight values of ST ``B`` words (..., G) -> (..., G * lanes): the inverse of
+    :func:`hls_ref.st.pack_weights` (channel ``g * lanes + k`` in slot ``lanes - 1 - k``)."""
+    p = precision
+    lanes = [signed_field(words, (p.lanes - 1 - k) * p.slot_bits, p.weight_bits)
+             for k in range(p.lanes)]
+    return np.stack(lanes, axis=-1).reshape(*words.shape[:-1], -1)
+
+
+class SocketModel:
+    """The accelerator as the host sees it: ``run`` a descriptor list on a memory image.
+
+    Parameters
+    ----------
+    config : AcceleratorConfig
+        The build (PEs, PLM banks, limits, precisions).
+    """
+
+    def __init__(self, config=DEFAULT_CONFIG):
+        self.config = config
+        self.engine = ConvAccelerator(config.limits())
+        self.acc_shape = None
+
+    def reset(self):
+        self.engine.acc = None
+        self.acc_shape = None
+
+    def run(self, memory, desc_addr, count, *, faults=()):
+        """Run ``count`` descriptors from byte ``desc_addr`` of ``memory`` (a writable numpy
+        ``uint8`` array, changed in place). ``faults`` lists ``(start, stop)`` byte ranges
+        whose beats answer with an error response. Returns the :class:`Status`."""
+        mem = _Memory(memory, faults)
+        status = Status()
+        for index in range(count):
+            try:
+                raw = mem.read_bytes(desc_addr + index * DESCRIPTOR_BYTES, DESCRIPTOR_BYTES)
+                status.bytes_read += DESCRIPTOR_BYTES
+                desc = Descriptor.from_bytes(raw)
+                code = check(desc, self.config, self.acc_shape)
+                if code != ErrorCode.NONE:
+                    raise _FaultError(code)
+                self._command(mem, desc, index, status)
+            except _FaultError as fault:
+                self.acc_shape = None
+                self.engine.acc = None
+                status.error, status.code, status.index = True, fault.code, index
+                return status
+            status.progress += 1
+            status.tiles += 1
+        status.done = True
+        return status
+
+    def _command(self, mem, desc, index, status):
+        geo = geometry(desc)
+        p, pes = geo.precision, self.config.pes
+        x_req, w_req, q_req = load_requests(desc, self.config)
+        for req in (x_req, w_req, q_req):
+            if req is not None:
+                mem.read_request(req)
+                status.bytes_read += BEAT_BYTES * req.beats
+
+        # input tile: whole ST groups; a narrow pixel's missing channels read as zero
+        channels = geo.groups * p.lanes
+        h, w, c = np.meshgrid(np.arange(desc.in_h), np.arange(desc.in_w), np.arange(channels),
+                              indexing="ij")
+        index_ = h * desc.in_row_stride + w * desc.in_pixel_stride + c
+        x = mem.read_elements(desc.in_addr, index_, p.act_bits)
+        x = np.where(c < desc.in_pixel_stride, x, 0)
+
+        words = mem.read_bytes(desc.w_addr, w_req.seg_bytes).view("<u2").astype(np.int64)
+        words = words.reshape(desc.kernel_h, desc.kernel_w, geo.groups, pes)
+        weights = _unpack_weights(words.transpose(3, 0, 1, 2), p)     # (P, kh, kw, C)
+
+        qblock = self._qblock(mem, desc, q_req, pes)
+        cmd = Command(p, geo.out_bits, (desc.kernel_h, desc.kernel_w),
+                      (desc.stride_h, desc.stride_w),
+                      (desc.pad_top, desc.pad_bottom, desc.pad_left, desc.pad_right),
+                      int(signed_field(desc.pad_value, 0, p.act_bits)),
+                      acc_flag=bool(desc.acc_flag), q_flag=bool(desc.q_flag))
+        y = self.engine.invoke(cmd, x, weights, qblock)
+        self.acc_shape = (geo.out_h, geo.out_w)
+        status.mac_cycles += (geo.out_h * geo.out_w * desc.kernel_h * desc.kernel_w
+                              * geo.groups)
+        if y is None:
+            return
+        store = store_request(desc)
+        for a, _ in store.segments():
+            if a + store.seg_bytes > len(mem.data) or any(
+                    f0 < a + store.seg_bytes and a < f1 for f0, f1 in mem.faults):
+                raise _FaultError(ErrorCode.AXI_WRITE)
+        out = np.zeros((geo.out_h, geo.out_w, desc.out_seg), np.int64)
+        out[..., :desc.out_c] = y[..., :desc.out_c]
+        ob = geo.out_bits
+        if desc.out_seg == desc.out_pixel_stride:
+            for r in range(geo.out_h):
+                mem.write_segment(desc.out_addr + r * desc.out_row_stride * ob // 8, out[r], ob)
+        else:
+            for r in range(geo.out_h):
+                for q in range(geo.out_w):
+                    addr = (desc.out_addr
+                            + (r * desc.out_row_stride + q * desc.out_pixel_stride) * ob // 8)
+                    mem.write_segment(addr, out[r, q], ob)
+        status.bytes_written += store.bytes
+        status.outputs.append((index, out[..., :desc.out_c]))
+
+    def _qblock(self, mem, desc, q_req, pes):
+        """The command's quantization block, widened to every PE (unused PEs get zeros); a
+        placeholder when the command loads none (it neither starts nor requantizes)."""
+        zeros = np.zeros(pes, np.int64)
+        if q_req is None:
+            return QuantBlock(0, 0, 0, zeros, zeros, zeros)
+        raw = mem.read_bytes(desc.q_addr, q_req.seg_bytes).view("<u8")
+        header = int(raw[0])
+        if (header >> 56) + 1 != desc.out_c or header >> 48 & 1:
+            raise _FaultError(ErrorCode.BAD_QBLOCK)
+        q = QuantBlock.unpack(raw)
+        low = max(q.act_min, q.zero_point) if desc.relu else q.act_min
+
+        def widen(values):
+            return np.concatenate([values, zeros[:pes - desc.out_c]])
+
+        return QuantBlock(q.zero_point, low, q.act_max, widen(q.bias), widen(q.multiplier),
+                          widen(q.shift))
+

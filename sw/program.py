@@ -1,0 +1,193 @@
+"""A layer as an accelerator program: descriptors and operands in an external-memory image.
+
+:func:`conv2d_program` cuts a 2D convolution into commands (output-channel tiles in PE
+blocks, output-row stripes, input-channel tiles innermost, as
+:func:`hls_ref.invocation.conv2d_tiled` does), writes one descriptor per command
+(``hls_ref.descriptor``), lays out the input tensor, the weight blob of every (PE block,
+input-channel tile), the quantization block of every PE block and the output tensor in the
+formats of ``docs/formats.md``, and fills every other byte with a seeded random pattern, so
+that a test can compare the whole image after a run: a stray write anywhere shows.
+
+The same :class:`Program` runs on the socket golden model (:meth:`Program.run_golden`) and on
+the RTL (the cocotb testbench loads :attr:`Program.memory` into its AXI memory).
+"""
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hls_ref.config import DEFAULT_CONFIG
+from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, Op
+from hls_ref.formats import TensorLayout, conv_weight_blob
+from hls_ref.invocation import row_tile
+from hls_ref.precision import Precision
+from hls_ref.socket import SocketModel
+
+__all__ = ["Program", "ProgramError", "conv2d_program"]
+
+OUT_WIDTH_CODE = {4: 0, 8: 1, 16: 2}
+_ALIGN = 64
+
+
+class ProgramError(ValueError):
+    """A tiling the accelerator cannot address (the message says which tile and why)."""
+
+
+def _bounds(splits, total):
+    points = [0, *sorted(int(s) for s in splits), total]
+    if any(b <= a for a, b in itertools.pairwise(points)):
+        raise ProgramError(f"tile splits {tuple(splits)} must increase strictly within "
+                           f"(0, {total})")
+    return list(itertools.pairwise(points))
+
+
+@dataclass
+class Program:
+    """An external-memory image holding a descriptor list and its operands."""
+
+    memory: np.ndarray                  # uint8, the whole image
+    desc_addr: int
+    descriptors: list
+    out_addr: int
+    out_layout: TensorLayout
+    config: object
+    regions: dict = field(default_factory=dict)    # name -> (byte address, bytes)
+
+    @property
+    def count(self):
+        return len(self.descriptors)
+
+    def output(self, memory=None):
+        """The output tensor (HWC values) held by ``memory`` (default: this image)."""
+        memory = self.memory if memory is None else memory
+        nbytes = self.out_layout.bytes
+        beats = memory[self.out_addr:self.out_addr + nbytes].view("<u8")
+        return self.out_layout.unpack(beats)
+
+    def run_golden(self, *, faults=()):
+        """Run the list on :class:`hls_ref.socket.SocketModel`; returns ``(memory, status)``
+        with a copy of the image as the run leaves it."""
+        memory = self.memory.copy()
+        status = SocketModel(self.config).run(memory, self.desc_addr, self.count,
+                                              faults=faults)
+        return memory, status
+
+
+class _Image:
+    """Bump allocation in a byte image, every region 64-byte aligned and followed by at
+    least ``guard`` bytes nobody owns."""
+
+    def __init__(self, base, guard):
+        self.top = base
+        self.guard = guard
+        self.chunks = []
+        self.regions = {}
+
+    def place(self, name, data):
+        data = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
+            else data.view(np.uint8).ravel()
+        addr = -(-self.top // _ALIGN) * _ALIGN
+        self.chunks.append((addr, data))
+        self.regions[name] = (addr, len(data))
+        self.top = addr + len(data) + self.guard
+        return addr
+
+    def reserve(self, name, size):
+        addr = -(-self.top // _ALIGN) * _ALIGN
+        self.regions[name] = (addr, size)
+        self.top = addr + size + self.guard
+        return addr
+
+    def build(self, rng):
+        size = -(-self.top // 4096) * 4096
+        memory = rng.integers(0, 256, size, dtype=np.uint8)
+        for addr, data in self.chunks:
+            memory[addr:addr + len(data)] = data
+        return memory
+
+
+def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_splits=(),
+                   row_splits=(), in_splits=(), relu=False, seed=0, base=0x1000, guard=192):
+    """A 2D convolution as a descriptor list (see the module docstring).
+
+    Parameters
+    ----------
+    x : array (H, W, C)
+        Raw input values (``command.precision``'s activation width).
+    weights : array (O, kh, kw, C)
+        Raw weights.
+    qblock : hls_ref.formats.QuantBlock
+        The layer's quantization parameters (``O`` channels, fixed-point scaling).
+    command : hls_ref.invocation.Command
+        Precision, output width, kernel, stride, the layer's padding and pad value.
+    out_splits, row_splits, in_splits : sequences of int
+        Tile boundaries along output channels (each tile is further cut into blocks of
+        ``config.pes``), output rows and input channels (multiples of the precision's lanes).
+    relu : bool
+        Set the descriptors' ``relu`` flag.
+    seed : int
+        Seed of the fill pattern.
+    base, guard : int
+        First byte address used and the unowned bytes after every region.
+    """
+    p = Precision.parse(command.precision)
+    bits, ob, pes = p.act_bits, command.out_bits, config.pes
+    x, weights = np.asarray(x, np.int64), np.asarray(weights, np.int64)
+    h, w, c = x.shape
+    o, kh, kw, _ = weights.shape
+    top, bottom, left, right = command.padding
+    sh, sw = command.stride
+    ho = (h + top + bottom - kh) // sh + 1
+    wo = (w + left + right - kw) // sw + 1
+    in_layout = TensorLayout(h, w, c, bits)
+    out_layout = TensorLayout(ho, wo, o, ob)
+    if any(s % p.lanes for s in in_splits):
+        raise ProgramError(f"input-channel tiles must start at multiples of {p.lanes} "
+                           f"channels at {p.label}")
+
+    image = _Image(base, guard)
+    in_tiles = _bounds(in_splits, c)
+    out_blocks = [(b, min(b + pes, o1)) for o0, o1 in _bounds(out_splits, o)
+                  for b in range(o0, o1, pes)]
+    count = len(out_blocks) * len(_bounds(row_splits, ho)) * len(in_tiles)
+    desc_addr = image.reserve("descriptors", count * DESCRIPTOR_BYTES)
+    in_addr = image.place("input", in_layout.pack(x))
+    blobs, qblocks = {}, {}
+    for b0, b1 in out_blocks:
+        qblocks[b0] = image.place(f"qblock[{b0}:{b1}]", qblock.select(b0, b1).pack())
+        for i0, i1 in in_tiles:
+            blob = conv_weight_blob(weights[b0:b1, :, :, i0:i1], p, pes)
+            blobs[b0, i0] = image.place(f"weights[{b0}:{b1},{i0}:{i1}]", blob)
+    out_addr = image.reserve("output", out_layout.bytes)
+
+    descriptors = []
+    for b0, b1 in out_blocks:
+        if (b0 * ob) % 8:
+            raise ProgramError(f"output channel block {b0}:{b1} does not start on a byte "
+                               f"at {ob}-bit outputs")
+        # the block holding the last channel also writes the layout's channel filler
+        seg = (out_layout.channel_stride - b0) if b1 == o else b1 - b0
+        for r0, r1 in _bounds(row_splits, ho):
+            in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), h, kh, sh, top, bottom)
+            for k, (i0, i1) in enumerate(in_tiles):
+                descriptors.append(Descriptor(
+                    op=Op.CONV2D, precision=p.value, out_width=OUT_WIDTH_CODE[ob],
+                    acc_flag=int(k > 0), q_flag=int(k == len(in_tiles) - 1), relu=int(relu),
+                    kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw,
+                    pad_top=t_top, pad_bottom=t_bottom, pad_left=left, pad_right=right,
+                    pad_value=int(command.pad_value),
+                    in_h=in_r1 - in_r0, in_w=w, in_c=i1 - i0, out_c=b1 - b0,
+                    in_addr=in_addr + in_layout.element_index(in_r0, 0, i0) * bits // 8,
+                    in_row_stride=in_layout.row_stride,
+                    in_pixel_stride=in_layout.channel_stride,
+                    out_pixel_stride=out_layout.channel_stride,
+                    w_addr=blobs[b0, i0], q_addr=qblocks[b0],
+                    out_addr=out_addr + out_layout.element_index(r0, 0, b0) * ob // 8,
+                    out_row_stride=out_layout.row_stride, out_seg=seg))
+    rng = np.random.default_rng(seed)
+    memory = image.build(rng)
+    raw = b"".join(d.to_bytes() for d in descriptors)
+    memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+    return Program(memory, desc_addr, descriptors, out_addr, out_layout, config,
+                   image.regions)

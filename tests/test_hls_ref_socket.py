@@ -1,0 +1,290 @@
+"""The descriptor format and the socket golden model: descriptor lists built by
+``sw.program`` compute the layer exactly, touch nothing outside their output region, and stop
+with the documented error code on every invalid field or bus error."""
+
+import numpy as np
+import pytest
+
+from hls_ref import Precision
+from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG, AcceleratorConfig
+from hls_ref.descriptor import (
+    DESCRIPTOR_BYTES,
+    FIELDS,
+    Descriptor,
+    ErrorCode,
+    check,
+)
+from hls_ref.formats import QuantBlock, fold_input_zero_point
+from hls_ref.invocation import Command
+from hls_ref.layers import Requant, conv2d
+from hls_ref.quant import quantize_multiplier
+from hls_ref.registers import MAGIC, Access, register_map
+from hls_ref.socket import DmaRequest, SocketModel, dma_request
+from sw.program import ProgramError, conv2d_program
+
+
+def random_conv(rng, precision, out_bits, *, cin=None, cout=None, kernel=None, size=None,
+                stride=None, pad=None):
+    """A random layer whose accumulators cannot overflow, with its quantization block."""
+    p = precision
+    a_lo, a_hi = -(1 << (p.act_bits - 1)), (1 << (p.act_bits - 1)) - 1
+    cin = cin or int(rng.integers(1, 20))
+    cout = cout or int(rng.integers(1, 40))
+    kh, kw = kernel or (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+    sh, sw = stride or (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    pads = pad or tuple(int(rng.integers(0, k)) for k in (kh, kh, kw, kw))
+    h, w = size or (int(rng.integers(kh, 14)), int(rng.integers(kw, 14)))
+    w_max = min(1 << (p.weight_bits - 1), max(1, (1 << 29) // (kh * kw * cin << p.act_bits)))
+    weights = rng.integers(-w_max, w_max, (cout, kh, kw, cin))
+    x = rng.integers(a_lo, a_hi + 1, (h, w, cin))
+    zp_in = int(rng.integers(a_lo, a_hi + 1))
+    bias = rng.integers(-5000, 5000, cout)
+    folded = fold_input_zero_point(bias, weights, zp_in)
+    pairs = [quantize_multiplier(float(r)) for r in rng.uniform(1e-4, 0.2, cout)]
+    top = (1 << (out_bits - 1)) - 1
+    zp_out = int(rng.integers(-top // 2, top // 2 + 1))
+    qb = QuantBlock(zp_out, -top - 1, top, folded, np.array([m for m, _ in pairs]),
+                    np.array([s for _, s in pairs]))
+    cmd = Command(p, out_bits, (kh, kw), (sh, sw), pads, zp_in)
+    requant = Requant(qb.multiplier, qb.shift, zp_out, -top - 1, top)
+    want = conv2d(x, weights, bias, zp_in, requant, stride=(sh, sw), padding=pads)
+    return x, weights, qb, cmd, want
+
+
+def random_splits(rng, total, multiple=1, most=3):
+    candidates = list(range(multiple, total, multiple))
+    if not candidates:
+        return ()
+    k = int(rng.integers(0, min(most, len(candidates)) + 1))
+    return tuple(sorted(rng.choice(candidates, k, replace=False).tolist()))
+
+
+def changed_outside(before, after, program):
+    """Byte addresses outside the output region that the run changed."""
+    addr, size = program.regions["output"]
+    diff = np.flatnonzero(before != after)
+    return diff[(diff < addr) | (diff >= addr + size)]
+
+
+# --- the descriptor format ------------------------------------------------------------------
+
+def test_descriptor_round_trip_and_field_widths():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        values = {}
+        for name, _, _, width, is_signed, _ in FIELDS:
+            lo = -(1 << (width - 1)) if is_signed else 0
+            values[name] = int(rng.integers(lo, lo + (1 << width)))
+        d = Descriptor(**values)
+        assert Descriptor.from_bytes(d.to_bytes()) == d
+        assert len(d.to_bytes()) == DESCRIPTOR_BYTES
+    with pytest.raises(ValueError, match=r"^descriptor field kernel_h = 16 does not fit "
+                                         r"unsigned 4 bits$"):
+        Descriptor(kernel_h=16)
+    # fields do not overlap
+    used = {}
+    for name, beat, lsb, width, _, _ in FIELDS:
+        for bit in range(lsb, lsb + width):
+            assert (beat, bit) not in used, (name, used.get((beat, bit)))
+            used[beat, bit] = name
+
+
+def test_register_map_from_config():
+    regs = register_map(ICE40_CONFIG)
+    assert regs["ID"].reset_value == MAGIC
+    assert regs["PES"].reset_value == 4
+    assert regs.decode("GEOMETRY", regs["GEOMETRY"].reset_value) == {
+        "max_kernel_h": 10, "max_kernel_w": 10, "max_stride": 2, "banks": 2}
+    assert regs["PRECISIONS"].reset_value == 0b11111
+    assert regs["STATUS"].field("done").access is Access.W1C
+    assert regs.encode("CTRL", start=1, irq_enable=1) == 0x101
+    assert "`0x044` | `STATUS`" in regs.markdown()
+
+
+# --- descriptor lists compute the layer -----------------------------------------------------
+
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, ICE40_CONFIG], ids=["p16", "p4"])
+@pytest.mark.parametrize("precision", list(Precision), ids=lambda p: p.label)
+@pytest.mark.parametrize("out_bits", [4, 8, 16])
+def test_random_tiled_layers_are_exact(config, precision, out_bits):
+    rng = np.random.default_rng([precision.value, out_bits, config.pes])
+    for trial in range(4):
+        x, weights, qb, cmd, want = random_conv(rng, precision, out_bits)
+        cout, cin = weights.shape[0], weights.shape[3]
+        # output blocks must start on a byte of the output tensor
+        step = config.pes if (config.pes * out_bits) % 8 == 0 else 2 * config.pes
+        program = conv2d_program(
+            x, weights, qb, cmd, config,
+            out_splits=random_splits(rng, cout, step),
+            row_splits=random_splits(rng, want.shape[0]),
+            in_splits=random_splits(rng, cin, precision.lanes), seed=trial)
+        memory, status = program.run_golden()
+        assert status.done and not status.error, status
+        assert status.tiles == program.count
+        np.testing.assert_array_equal(program.output(memory), want)
+        assert not len(changed_outside(program.memory, memory, program))
+
+
+def test_narrow_inputs_and_byte_rounded_rows():
+    """One- and two-channel inputs below 16 bits (pixels narrower than an ST word) and 4-bit
+    one-channel outputs (half-byte pixels, rows rounded to whole bytes)."""
+    rng = np.random.default_rng(7)
+    for precision, cin, cout, out_bits in [(Precision.A8W8, 1, 5, 8), (Precision.A4W4, 1, 1, 4),
+                                           (Precision.A4W4, 2, 3, 4), (Precision.A8W4, 1, 1, 4)]:
+        x, weights, qb, cmd, want = random_conv(rng, precision, out_bits, cin=cin, cout=cout,
+                                                size=(7, 9), kernel=(3, 2), stride=(1, 2))
+        program = conv2d_program(x, weights, qb, cmd, row_splits=(2,))
+        memory, status = program.run_golden()
+        assert status.done, status
+        np.testing.assert_array_equal(program.output(memory), want)
+        assert not len(changed_outside(program.memory, memory, program))
+
+
+def test_relu_flag_clamps_at_the_output_zero_point():
+    rng = np.random.default_rng(3)
+    x, weights, qb, cmd, want = random_conv(rng, Precision.A8W8, 8)
+    memory, _ = conv2d_program(x, weights, qb, cmd, relu=True).run_golden()
+    got = conv2d_program(x, weights, qb, cmd).output(memory)
+    np.testing.assert_array_equal(got, np.maximum(want, qb.zero_point))
+
+
+def test_real_resnet8_layers_match_litert():
+    from sw.golden import run_graph
+    from sw.lowering import lower_layer
+    from sw.tflite_import import load_model
+
+    graph = load_model("resnet8")
+    x = np.random.default_rng(4).integers(-128, 128, graph.input.shape).astype(np.int8)
+    _, runs = run_graph(graph, x)
+    values = {graph.input.name: x} | {r.op.output: r.output for r in runs}
+    convs = [op for op in graph.ops if op.kind == "conv2d"]
+    assert len(convs) >= 7
+    for op in convs:
+        layer = lower_layer(graph, op)
+        inp = np.asarray(values[op.inputs[0]])[0]
+        program = conv2d_program(inp, layer.weights, layer.qblock, layer.command,
+                                 row_splits=range(8, values[op.output].shape[1], 8))
+        memory, status = program.run_golden()
+        assert status.done, (op.name, status)
+        np.testing.assert_array_equal(program.output(memory), values[op.output][0], op.name)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def _two_command_program():
+    rng = np.random.default_rng(11)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A8W8, 8, cin=4, cout=8, kernel=(3, 3),
+                                         size=(8, 8), stride=(1, 1), pad=(1, 1, 1, 1))
+    return conv2d_program(x, weights, qb, cmd, row_splits=(4,))
+
+
+INVALID = {
+    ErrorCode.BAD_OP: dict(op=0),
+    ErrorCode.BAD_PRECISION: dict(precision=7),
+    ErrorCode.BAD_OUT_WIDTH: dict(out_width=3),
+    ErrorCode.ZERO_DIM: dict(in_c=0),
+    ErrorCode.BAD_KERNEL: dict(kernel_w=11),
+    ErrorCode.BAD_STRIDE: dict(stride_h=3),
+    ErrorCode.BAD_PADDING: dict(pad_left=3),
+    ErrorCode.TOO_MANY_CHANNELS: dict(out_c=17),
+    ErrorCode.ROW_TOO_WIDE: dict(in_w=2049),
+    ErrorCode.TILE_TOO_SMALL: dict(in_h=1, pad_top=0, pad_bottom=0),
+    ErrorCode.INPUT_TOO_LARGE: dict(in_h=2000, in_w=2000),
+    ErrorCode.WEIGHTS_TOO_LARGE: dict(in_c=400),
+    ErrorCode.OUTPUT_TOO_LARGE: dict(in_w=600),
+    ErrorCode.BAD_LAYOUT: dict(in_addr=0x1001),
+    ErrorCode.ACC_STATE: dict(acc_flag=1, in_h=4),   # 3 output rows, not 4
+}
+
+
+@pytest.mark.parametrize("code", list(INVALID), ids=lambda c: c.name)
+def test_invalid_descriptor_stops_the_list_without_writing(code):
+    program = _two_command_program()
+    bad = program.descriptors[1].replace(**INVALID[code])
+    assert check(bad, DEFAULT_CONFIG, acc_shape=None) == code
+    addr = program.desc_addr + DESCRIPTOR_BYTES
+    program.memory[addr:addr + DESCRIPTOR_BYTES] = np.frombuffer(bad.to_bytes(), np.uint8)
+    memory, status = program.run_golden()
+    assert status.error and not status.done
+    assert (status.code, status.index, status.progress) == (code, 1, 1)
+    # the first command stored its rows; the failing one wrote nothing
+    assert [i for i, _ in status.outputs] == [0]
+    good, _ = _two_command_program().run_golden()
+    out_addr, size = program.regions["output"]
+    half = program.descriptors[1].out_addr
+    np.testing.assert_array_equal(memory[out_addr:half], good[out_addr:half])
+    np.testing.assert_array_equal(memory[half:out_addr + size],
+                                  program.memory[half:out_addr + size])
+    # the model accepts the next list
+    _, status2 = _two_command_program().run_golden()
+    assert status2.done
+
+
+def test_layout_rules():
+    program = _two_command_program()
+    d = program.descriptors[0]
+    for change in (dict(in_pixel_stride=3), dict(in_c=9), dict(w_addr=d.w_addr + 4),
+                   dict(q_addr=d.q_addr + 2), dict(out_seg=9), dict(out_c=8, out_seg=4),
+                   dict(in_row_stride=d.in_row_stride + 1)):
+        assert check(d.replace(**change), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT, change
+    assert check(d, DEFAULT_CONFIG) == ErrorCode.NONE
+    narrow = d.replace(precision=Precision.A4W4.value, in_c=1, in_pixel_stride=1)
+    assert check(narrow, DEFAULT_CONFIG) == ErrorCode.NONE
+    assert check(narrow.replace(in_addr=d.in_addr + 2), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT
+    small = AcceleratorConfig(precisions=("a8w8",))
+    assert check(d.replace(precision=Precision.A4W4.value), small) == ErrorCode.BAD_PRECISION
+
+
+def test_bad_quantization_block_and_bus_errors():
+    program = _two_command_program()
+    q = program.descriptors[1].q_addr
+    bad = program.memory.copy()
+    bad[q + 7] ^= 1                                   # channel count in the header
+    _, status = _run(program, bad)
+    assert (status.code, status.index) == (ErrorCode.BAD_QBLOCK, 0)
+    w = program.descriptors[1].w_addr
+    _, status = program.run_golden(faults=[(w + 8, w + 9)])
+    assert (status.code, status.index) == (ErrorCode.AXI_READ, 0)
+    d1 = program.desc_addr + DESCRIPTOR_BYTES
+    _, status = program.run_golden(faults=[(d1, d1 + 1)])
+    assert (status.code, status.index) == (ErrorCode.AXI_READ, 1)
+    o = program.descriptors[1].out_addr
+    _, status = program.run_golden(faults=[(o, o + 1)])
+    assert (status.code, status.index) == (ErrorCode.AXI_WRITE, 1)
+
+
+def _run(program, memory):
+    memory = memory.copy()
+    status = SocketModel(program.config).run(memory, program.desc_addr, program.count)
+    return memory, status
+
+
+def test_program_refuses_unaddressable_tiles():
+    rng = np.random.default_rng(5)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A8W8, 8, cin=8)
+    with pytest.raises(ProgramError, match="multiples of 2 channels at a8w8"):
+        conv2d_program(x, weights, qb, cmd, in_splits=(3,))
+
+
+# --- DMA requests and counters --------------------------------------------------------------
+
+def test_dma_request_merges_contiguous_segments():
+    assert dma_request(64, 16, 10, 16, 4, 160) == DmaRequest(64, 640)
+    assert dma_request(64, 16, 10, 32, 4, 320) == DmaRequest(64, 16, 10, 32, 4, 320)
+    assert dma_request(64, 16, 10, 16, 4, 168) == DmaRequest(64, 160, 1, 0, 4, 168)
+    assert DmaRequest(6, 4).beats == 2 and DmaRequest(0, 8, 3, 12).beats == 4
+    # a merge never exceeds the 16-bit segment length
+    assert dma_request(0, 40000, 2, 40000, 1, 0).inner_count == 2
+
+
+def test_counters_count_requests_beats():
+    program = _two_command_program()
+    _, status = program.run_golden()
+    from hls_ref.socket import load_requests, store_request
+    reads = writes = macs = 0
+    for d in program.descriptors:
+        reads += DESCRIPTOR_BYTES + sum(8 * r.beats for r in load_requests(d, DEFAULT_CONFIG)
+                                        if r is not None)
+        writes += store_request(d).bytes
+        macs += 4 * 8 * 3 * 3 * 2          # 4x8 outputs, 3x3 kernel, 2 ST words per pixel
+    assert (status.bytes_read, status.bytes_written, status.mac_cycles) == (reads, writes, macs)
