@@ -82,6 +82,8 @@ BLOCKS = {
                 "4 ST PEs (all five configurations)", True),
     "mac_row4": ("hdl.pe:PERow", {"pes": 4, "stages": 2, "precisions": ["a16w16"]},
                  "4 plain 16x16 MACs, DSP", True),
+    "requant": ("hdl.requant:Requantizer", {},
+                "TFLite fixed-point requantizer, 1 value/cycle", True),
 }
 
 #: The blocks of the full report (``make synth-report``, ``docs/results.md``), per device.
