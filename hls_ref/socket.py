@@ -32,8 +32,8 @@ from .formats import QuantBlock
 from .invocation import Command, ConvAccelerator
 from .st import signed_field
 
-__all__ = ["DmaRequest", "SocketModel", "Status", "dma_request", "load_requests",
-           "store_request"]
+__all__ = ["DmaRequest", "SocketModel", "Status", "dma_request", "input_tile",
+           "load_requests", "store_request", "store_tile"]
 
 BEAT_BYTES = 8
 #: Largest segment one DMA request carries, in bytes (a 16-bit field).
@@ -180,6 +180,48 @@ class _Memory:
         self.data[addr:addr + len(data)] = data.astype(np.uint8)
 
 
+def _input_tile(mem, desc):
+    """The input tile as the PE array sees it: whole ST groups of channels (``in_h, in_w,
+    groups * lanes``); a narrow pixel's missing channels read as zero."""
+    geo = geometry(desc)
+    p = geo.precision
+    channels = geo.groups * p.lanes
+    h, w, c = np.meshgrid(np.arange(desc.in_h), np.arange(desc.in_w), np.arange(channels),
+                          indexing="ij")
+    index = h * desc.in_row_stride + w * desc.in_pixel_stride + c
+    x = mem.read_elements(desc.in_addr, index, p.act_bits)
+    return np.where(c < desc.in_pixel_stride, x, 0)
+
+
+def input_tile(memory, desc):
+    """The values (``in_h, in_w, groups * lanes``) a valid descriptor's input tile holds in
+    ``memory`` (a ``uint8`` array), as the input loader puts them in the PLM."""
+    return _input_tile(_Memory(memory, ()), desc)
+
+
+def _store_tile(mem, desc, y):
+    geo = geometry(desc)
+    ob = geo.out_bits
+    out = np.zeros((geo.out_h, geo.out_w, desc.out_seg), np.int64)
+    out[..., :desc.out_c] = y[..., :desc.out_c]
+    if desc.out_seg == desc.out_pixel_stride:
+        for r in range(geo.out_h):
+            mem.write_segment(desc.out_addr + r * desc.out_row_stride * ob // 8, out[r], ob)
+    else:
+        for r in range(geo.out_h):
+            for q in range(geo.out_w):
+                addr = desc.out_addr + (r * desc.out_row_stride + q * desc.out_pixel_stride) \
+                    * ob // 8
+                mem.write_segment(addr, out[r, q], ob)
+
+
+def store_tile(memory, desc, y):
+    """Write output tile ``y`` (``out_h, out_w, >= out_c`` values) of a valid descriptor into
+    ``memory`` (a ``uint8`` array) as the store unit does: ``out_seg`` elements per pixel,
+    zeros after the ``out_c`` results, contiguous rows zero-filled to a whole byte."""
+    _store_tile(_Memory(memory, ()), desc, np.asarray(y, np.int64))
+
+
 def _unpack_weights(words, precision):
     """Weight values of ST ``B`` words (..., G) -> (..., G * lanes): the inverse of
     :func:`hls_ref.st.pack_weights` (channel ``g * lanes + k`` in slot ``lanes - 1 - k``)."""
@@ -241,13 +283,7 @@ class SocketModel:
                 mem.read_request(req)
                 status.bytes_read += BEAT_BYTES * req.beats
 
-        # input tile: whole ST groups; a narrow pixel's missing channels read as zero
-        channels = geo.groups * p.lanes
-        h, w, c = np.meshgrid(np.arange(desc.in_h), np.arange(desc.in_w), np.arange(channels),
-                              indexing="ij")
-        index_ = h * desc.in_row_stride + w * desc.in_pixel_stride + c
-        x = mem.read_elements(desc.in_addr, index_, p.act_bits)
-        x = np.where(c < desc.in_pixel_stride, x, 0)
+        x = _input_tile(mem, desc)
 
         words = mem.read_bytes(desc.w_addr, w_req.seg_bytes).view("<u2").astype(np.int64)
         words = words.reshape(desc.kernel_h, desc.kernel_w, geo.groups, pes)
@@ -270,20 +306,9 @@ class SocketModel:
             if a + store.seg_bytes > len(mem.data) or any(
                     f0 < a + store.seg_bytes and a < f1 for f0, f1 in mem.faults):
                 raise _FaultError(ErrorCode.AXI_WRITE)
-        out = np.zeros((geo.out_h, geo.out_w, desc.out_seg), np.int64)
-        out[..., :desc.out_c] = y[..., :desc.out_c]
-        ob = geo.out_bits
-        if desc.out_seg == desc.out_pixel_stride:
-            for r in range(geo.out_h):
-                mem.write_segment(desc.out_addr + r * desc.out_row_stride * ob // 8, out[r], ob)
-        else:
-            for r in range(geo.out_h):
-                for q in range(geo.out_w):
-                    addr = (desc.out_addr
-                            + (r * desc.out_row_stride + q * desc.out_pixel_stride) * ob // 8)
-                    mem.write_segment(addr, out[r, q], ob)
+        _store_tile(mem, desc, y)
         status.bytes_written += store.bytes
-        status.outputs.append((index, out[..., :desc.out_c]))
+        status.outputs.append((index, y[..., :desc.out_c]))
 
     def _qblock(self, mem, desc, q_req, pes):
         """The command's quantization block, widened to every PE (unused PEs get zeros); a

@@ -288,3 +288,10 @@ def test_counters_count_requests_beats():
         writes += store_request(d).bytes
         macs += 4 * 8 * 3 * 3 * 2          # 4x8 outputs, 3x3 kernel, 2 ST words per pixel
     assert (status.bytes_read, status.bytes_written, status.mac_cycles) == (reads, writes, macs)
+
+
+def test_accelerator_doc_is_current():
+    from hls_ref.accelerator_doc import DOC_PATH, render_sections, update
+    text = DOC_PATH.read_text()
+    assert update(text, render_sections()) == text, (
+        "docs/accelerator.md is stale: python -m hls_ref.accelerator_doc --write")

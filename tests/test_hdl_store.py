@@ -1,0 +1,200 @@
+# amaranth: UnusedElaboratable=no
+"""Amaranth-simulator tests of the store unit: random accumulators of real descriptors'
+tiles, requantized and packed into lane-aligned beats that, written with the DMA segments'
+strobes, give exactly the golden model's memory image (every output width, pixel and row
+segments, half-byte pixels, filler channels), under random back-pressure."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import memory, wiring
+from amaranth.sim import Simulator
+
+from hdl.store import StoreUnit
+from hls_ref import Precision
+from hls_ref.descriptor import geometry
+from hls_ref.quant import multiply_by_quantized_multiplier
+from hls_ref.socket import store_request, store_tile
+from sw.program import conv2d_program
+from tests.test_hls_ref_socket import random_conv
+
+
+def store_config(desc, acc_bank):
+    """The store unit's configuration of a descriptor (what the sequencer derives)."""
+    geo = geometry(desc)
+    ob = geo.out_bits
+    req = store_request(desc)
+    row_mode = desc.out_seg == desc.out_pixel_stride
+    return {
+        "acc_bank": acc_bank, "out_h": geo.out_h, "out_w": geo.out_w, "out_c": desc.out_c,
+        "out_seg": desc.out_seg, "out_bits": desc.out_width, "lane": desc.out_addr % 8,
+        "row_step": (desc.out_row_stride * ob // 8) % 8,
+        "pixel_step": (desc.out_pixel_stride * ob // 8) % 8,
+        "pixel_segments": int(not row_mode and req.inner_count > 1),
+        "row_segments": int(req.outer_count > 1),
+        "row_align": int(row_mode),
+    }
+
+
+def apply_beats(image, desc, beats):
+    """Write ``beats`` into ``image`` as the DMA writer does for the store request."""
+    it = iter(beats)
+    for addr, size in store_request(desc).segments():
+        for b in range(addr // 8, (addr + size - 1) // 8 + 1):
+            data = next(it).to_bytes(8, "little")
+            for lane in range(8):
+                if addr <= 8 * b + lane < addr + size:
+                    image[8 * b + lane] = data[lane]
+    assert next(it, None) is None, "more beats than the segments cover"
+
+
+class StoreHarness(wiring.Component):
+    def __init__(self, pes, rows, init):
+        self.store = StoreUnit(pes=pes, acc_rows=rows)
+        self.init = init
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.store = self.store
+        port = self.store.acc_rd
+        mem = memory.Memory(shape=port.data.shape(), depth=1 << len(port.addr), init=[])
+        mem.data.init = self.init
+        m.submodules.mem = mem
+        rd = mem.read_port()
+        m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
+        return m
+
+
+def _programs():
+    rng = np.random.default_rng(8)
+    for precision, out_bits, kw in [
+            (Precision.A8W8, 8, dict(cout=20)), (Precision.A8W8, 4, dict(cout=1)),
+            (Precision.A4W4, 4, dict(cout=3)), (Precision.A16W16, 16, dict(cout=6)),
+            (Precision.A8W4, 4, dict(cout=37)), (Precision.A16W8, 8, dict(cout=2)),
+            (Precision.A8W8, 16, dict(cout=16))]:
+        x, w, qb, cmd, _ = random_conv(rng, precision, out_bits, size=(5, 7), kernel=(3, 3),
+                                       stride=(1, 1), pad=(1, 1, 1, 1), **kw)
+        for pes in (4, 16):
+            step = pes if (pes * out_bits) % 8 == 0 else 2 * pes
+            splits = tuple(range(step, w.shape[0], step))
+            yield (f"{precision.label}-o{out_bits}-c{kw['cout']}-p{pes}",
+                   conv2d_program(x, w, qb, cmd, row_splits=(2,), out_splits=splits), pes)
+
+
+@pytest.mark.parametrize("name,program,pes", list(_programs()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_store_unit_writes_the_golden_image(name, program, pes):
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    prng = random.Random(name)
+    rows = 64
+    expected = program.memory.copy()
+    got = program.memory.copy()
+    for n, desc in enumerate(program.descriptors):
+        if not desc.q_flag:
+            continue
+        geo = geometry(desc)
+        bank = n % 2
+        acc = rng.integers(-1 << 31, 1 << 31, (geo.out_h, geo.out_w, pes))
+        mult = rng.integers(1 << 30, 1 << 31, pes)
+        shift = rng.integers(-12, 2, pes)
+        top = (1 << (geo.out_bits - 1)) - 1
+        zp, low, high = int(rng.integers(-top, top)), -top - 1, top
+        y = np.clip(multiply_by_quantized_multiplier(acc, mult, shift) + zp, low, high)
+        store_tile(expected, desc, y)
+
+        init = [[0] * pes for _ in range(2 * rows)]
+        for r, row in enumerate(acc.reshape(-1, pes)):
+            init[bank * rows + r] = [int(v) for v in row]
+        dut = StoreHarness(pes, rows, init)
+        beats = []
+
+        async def bench(ctx, dut=dut, desc=desc, bank=bank, beats=beats, mult=mult,
+                        shift=shift, zp=zp, low=low, high=high):
+            store = dut.store
+            ctx.set(store.cfg, store_config(desc, bank))
+            ctx.set(store.q, {"zero_point": zp, "low": low, "high": high,
+                              "multiplier": [int(v) for v in mult],
+                              "shift": [int(v) for v in shift]})
+            ctx.set(store.start, 1)
+            await ctx.tick()
+            ctx.set(store.start, 0)
+            cycles = 0
+            while ctx.get(store.busy):
+                ready = prng.random() > 0.3
+                ctx.set(store.beats.ready, ready)
+                if ready and ctx.get(store.beats.valid):
+                    beats.append(ctx.get(store.beats.payload))
+                await ctx.tick()
+                cycles += 1
+                assert cycles < 50000
+
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
+        apply_beats(got, desc, beats)
+    diff = np.flatnonzero(got != expected)
+    assert not len(diff), f"{len(diff)} bytes differ, first at {diff[0]:#x}"
+
+
+def _custom_descriptors():
+    """Strides no TensorLayout produces but descriptors allow: pixel segments that start
+    inside a beat, and merged rows of half-byte pixels that must be byte-aligned."""
+    rng = np.random.default_rng(9)
+    x, w, qb, cmd, _ = random_conv(rng, Precision.A8W8, 8, cout=4, size=(4, 6), kernel=(3, 3),
+                                   stride=(1, 1), pad=(1, 1, 1, 1))
+    program = conv2d_program(x, w, qb, cmd)
+    d = program.descriptors[0]
+    yield "pixel-stride-12", program, d.replace(out_pixel_stride=12, out_seg=4,
+                                                out_row_stride=12 * 6 + 4)
+    x, w, qb, cmd, _ = random_conv(rng, Precision.A4W4, 4, cout=1, size=(4, 7), kernel=(3, 3),
+                                   stride=(1, 1), pad=(1, 1, 1, 1))
+    program = conv2d_program(x, w, qb, cmd)
+    yield "merged-nibble-rows", program, program.descriptors[0].replace(out_row_stride=8)
+
+
+@pytest.mark.parametrize("name,program,desc", list(_custom_descriptors()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_store_unit_custom_strides(name, program, desc):
+    from hls_ref.config import DEFAULT_CONFIG
+    from hls_ref.descriptor import ErrorCode, check
+    assert check(desc, DEFAULT_CONFIG) == ErrorCode.NONE
+    pes, rows = 16, 64
+    geo = geometry(desc)
+    rng = np.random.default_rng(1)
+    image = np.concatenate([program.memory, rng.integers(0, 256, 4096, dtype=np.uint8)])
+    expected, got = image.copy(), image.copy()
+    acc = rng.integers(-1 << 20, 1 << 20, (geo.out_h, geo.out_w, pes))
+    mult = np.full(pes, 1 << 30)
+    shift = np.full(pes, -8)
+    top = (1 << (geo.out_bits - 1)) - 1
+    y = np.clip(multiply_by_quantized_multiplier(acc, mult, shift), -top - 1, top)
+    store_tile(expected, desc, y)
+    init = [[int(v) for v in row] for row in acc.reshape(-1, pes)] + \
+        [[0] * pes for _ in range(2 * rows - geo.out_h * geo.out_w)]
+    dut = StoreHarness(pes, rows, init)
+    beats = []
+
+    async def bench(ctx):
+        store = dut.store
+        ctx.set(store.cfg, store_config(desc, 0))
+        ctx.set(store.q, {"zero_point": 0, "low": -top - 1, "high": top,
+                          "multiplier": [int(v) for v in mult], "shift": [int(v) for v in shift]})
+        ctx.set(store.start, 1)
+        await ctx.tick()
+        ctx.set(store.start, 0)
+        ctx.set(store.beats.ready, 1)
+        while ctx.get(store.busy):
+            if ctx.get(store.beats.valid):
+                beats.append(ctx.get(store.beats.payload))
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    apply_beats(got, desc, beats)
+    assert np.array_equal(got, expected)
