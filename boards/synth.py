@@ -84,6 +84,7 @@ BLOCKS = {
                  "4 plain 16x16 MACs, DSP", True),
     "requant": ("hdl.requant:Requantizer", {},
                 "TFLite fixed-point requantizer, 1 value/cycle", True),
+    "dma": ("hdl.dma:Dma", {}, "AXI4 DMA reader+writer, 64-bit", True),
 }
 
 #: The blocks of the full report (``make synth-report``, ``docs/results.md``), per device.

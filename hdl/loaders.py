@@ -1,0 +1,241 @@
+"""Loaders: DMA read beats -> PLM banks and quantization registers.
+
+Each loader consumes the beats of one DMA read request (``hdl.dma``: lane-aligned 64-bit beats,
+``lo``/``hi`` marking the bytes that belong to the segment) and writes them where the compute
+core and the store unit expect them. A loader is started with its configuration, takes every
+beat it is offered and pulses ``done`` with the request's last beat.
+
+* :class:`InputLoader` -- the input tile as dense ST words, pixel after pixel (``groups`` words
+  each). In ``words`` mode the DMA segments already hold ST words (a pixel's channels are
+  whole 16-bit words in memory): up to four words per cycle, one beat per cycle. In
+  ``narrow`` mode a pixel is 4 or 8 bits (one or two channels below 16-bit activations): each
+  pixel becomes one ST word, zero-extended, four pixels per cycle; rows are segments.
+* :class:`WeightLoader` -- the weight blob into rows of ``pes`` words, one beat (four PEs) per
+  cycle (``docs/formats.md`` section 2 orders the blob so that this is a plain copy).
+* :class:`QuantLoader` -- the quantization block (``docs/formats.md`` section 3) into
+  per-PE registers.
+"""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH
+
+from .dma import dma_read_data_layout
+from .params import check_int
+from .plm import LANES, input_write_layout
+
+__all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_loader_config",
+           "quant_registers_layout"]
+
+_BEAT = 64
+
+
+def _bits(count):
+    return max(1, (count - 1).bit_length())
+
+
+def input_loader_config():
+    """``narrow`` (pixels of ``pixel_bits`` 4 or 8 bits, one ST word each), ``nibble``
+    (``pixel_bits`` is 4), ``in_w`` (pixels per row) and the target ``bank``."""
+    return data.StructLayout({
+        "narrow": unsigned(1),
+        "nibble": unsigned(1),
+        "in_w": unsigned(16),
+        "bank": unsigned(1),
+    })
+
+
+class InputLoader(wiring.Component):
+    """Input tile beats -> :class:`hdl.plm.InputPLM` writes (see the module docstring).
+
+    Parameters
+    ----------
+    words : int
+        Input PLM bank size, words.
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: the next beats fill bank ``cfg.bank`` from word 0.
+    cfg : ``In(input_loader_config())``
+    beats : ``In(stream.Signature(dma_read_data_layout()))``
+    wr, wr_en : ``Out(input_write_layout(...))``, ``Out(1)``
+    done : ``Out(1)``
+        Pulse when the request's last beat has been written.
+    """
+
+    def __init__(self, *, words=16384):
+        self._words = check_int("words", words, minimum=LANES)
+        self._word_bits = _bits(words)
+        super().__init__({
+            "start": In(1),
+            "cfg": In(input_loader_config()),
+            "beats": In(stream.Signature(dma_read_data_layout())),
+            "wr": Out(input_write_layout(self._word_bits + 1)),
+            "wr_en": Out(1),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, beat = self.cfg, self.beats.payload
+        ptr = Signal(self._word_bits + 1)       # next word address in the bank
+        row_px = Signal(16)                      # pixels of the current row written (narrow)
+        sub = Signal(2)                          # quarter of the beat (narrow)
+        with m.If(self.start):
+            m.d.sync += [ptr.eq(0), row_px.eq(0), sub.eq(0)]
+
+        count = Signal(3)
+        words = [Signal(OPERAND_WIDTH, name=f"word{k}") for k in range(LANES)]
+        take = Signal()                          # the beat is consumed this cycle
+        with m.If(~cfg.narrow):
+            first = beat.lo[1:]                  # first word of the beat that belongs
+            m.d.comb += [count.eq((beat.hi - beat.lo) >> 1), take.eq(1)]
+            for k in range(LANES):
+                m.d.comb += words[k].eq(beat.data.word_select(first + k, OPERAND_WIDTH))
+        with m.Else():
+            # pixels 4*sub .. 4*sub+3 of the beat; those that belong (before ``hi`` and
+            # within the row) form a prefix, and the beat is done once at most four remain
+            first = sub * 4
+            in_beat = Signal(6)                  # pixels of the beat from ``first`` on
+            m.d.comb += in_beat.eq(Mux(cfg.nibble, beat.hi << 1, beat.hi) - first)
+            left = Signal(16)                    # pixels of the row still to write
+            m.d.comb += left.eq(cfg.in_w - row_px)
+            need = Signal(16)
+            m.d.comb += need.eq(Mux(left < in_beat, left, in_beat))
+            m.d.comb += [count.eq(Mux(need < 4, need, 4)), take.eq(need <= 4)]
+            for k in range(LANES):
+                nibble = beat.data.word_select(first + k, 4)
+                byte = beat.data.word_select(first + k, 8)
+                m.d.comb += words[k].eq(Mux(cfg.nibble, nibble, byte))
+        m.d.comb += [
+            self.beats.ready.eq(take),
+            self.wr.addr.eq(ptr | (cfg.bank << self._word_bits)),
+            self.wr.count.eq(count),
+            self.wr_en.eq(self.beats.valid),
+            self.done.eq(self.beats.valid & take & beat.last),
+        ]
+        for k in range(LANES):
+            m.d.comb += self.wr.words[k].eq(words[k])
+        with m.If(self.beats.valid):
+            m.d.sync += [ptr.eq(ptr + count), row_px.eq(row_px + count)]
+            with m.If(cfg.narrow):
+                m.d.sync += sub.eq(Mux(take, 0, sub + 1))
+                with m.If(take & beat.seg_last):
+                    m.d.sync += row_px.eq(0)
+        return m
+
+
+class WeightLoader(wiring.Component):
+    """Weight blob beats -> weight PLM rows of ``pes`` words (four words per beat).
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: the next beats fill bank ``bank`` from row 0.
+    bank : ``In(1)``
+    beats : ``In(stream.Signature(dma_read_data_layout()))``
+    wr_addr, wr_data, wr_en : the weight PLM write port (``wr_en`` one bit per 16-bit word)
+    done : ``Out(1)``
+    """
+
+    def __init__(self, *, pes=16, rows=1024):
+        self._pes = check_int("pes", pes, minimum=LANES)
+        if pes % LANES:
+            raise ValueError(f"pes must be a multiple of {LANES} (one beat holds {LANES} "
+                             f"weights), not {pes}")
+        self._rows = check_int("rows", rows, minimum=1)
+        self._row_bits = _bits(rows)
+        super().__init__({
+            "start": In(1),
+            "bank": In(1),
+            "beats": In(stream.Signature(dma_read_data_layout())),
+            "wr_addr": Out(self._row_bits + 1),
+            "wr_data": Out(OPERAND_WIDTH * pes),
+            "wr_en": Out(pes),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        quads = self._pes // LANES
+        row = Signal(self._row_bits)
+        quad = Signal(range(quads))
+        with m.If(self.start):
+            m.d.sync += [row.eq(0), quad.eq(0)]
+        beat = self.beats.payload
+        m.d.comb += [
+            self.beats.ready.eq(1),
+            self.wr_addr.eq(row | (self.bank << self._row_bits)),
+            self.wr_data.eq(beat.data.replicate(quads)),
+            self.done.eq(self.beats.valid & beat.last),
+        ]
+        with m.If(self.beats.valid):
+            m.d.comb += self.wr_en.eq(0b1111 << (quad * LANES))
+            with m.If(quad == quads - 1):
+                m.d.sync += [quad.eq(0), row.eq(row + 1)]
+            with m.Else():
+                m.d.sync += quad.eq(quad + 1)
+        return m
+
+
+def quant_registers_layout(pes):
+    """The quantization parameters of one command, per PE where per channel."""
+    return data.StructLayout({
+        "zero_point": signed(16),
+        "act_min": signed(16),
+        "act_max": signed(16),
+        "double": unsigned(1),
+        "channels": unsigned(9),
+        "bias": data.ArrayLayout(signed(32), pes),
+        "multiplier": data.ArrayLayout(unsigned(31), pes),
+        "shift": data.ArrayLayout(signed(8), pes),
+    })
+
+
+class QuantLoader(wiring.Component):
+    """Quantization-block beats -> registers (channels beyond the block read as zero).
+
+    Members
+    -------
+    start : ``In(1)``
+        Pulse: clear the registers; the next beats are a block.
+    beats : ``In(stream.Signature(dma_read_data_layout()))``
+    q : ``Out(quant_registers_layout(pes))``
+    done : ``Out(1)``
+    """
+
+    def __init__(self, *, pes=16):
+        self._pes = check_int("pes", pes, minimum=1)
+        super().__init__({
+            "start": In(1),
+            "beats": In(stream.Signature(dma_read_data_layout())),
+            "q": Out(quant_registers_layout(pes)),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        q, beat = self.q, self.beats.payload
+        index = Signal(10)                       # beat of the block
+        m.d.comb += [self.beats.ready.eq(1), self.done.eq(self.beats.valid & beat.last)]
+        with m.If(self.start):
+            m.d.sync += [index.eq(0), q.eq(0)]
+        with m.Elif(self.beats.valid):
+            m.d.sync += index.eq(index + 1)
+            d = beat.data
+            with m.If(index == 0):
+                m.d.sync += [q.zero_point.eq(d[0:16]), q.act_min.eq(d[16:32]),
+                             q.act_max.eq(d[32:48]), q.double.eq(d[48]),
+                             q.channels.eq(d[56:64] + 1)]
+            with m.Else():
+                channel = (index - 1) >> 1
+                for pe in range(self._pes):
+                    with m.If(channel == pe):
+                        with m.If(index[0]):
+                            m.d.sync += [q.bias[pe].eq(d[0:32]), q.multiplier[pe].eq(d[32:63])]
+                        with m.Else():
+                            m.d.sync += q.shift[pe].eq(d[0:8])
+        return m

@@ -1,0 +1,97 @@
+"""Private local memories (PLMs) of the accelerators, built on ``lib.memory``.
+
+Each PLM holds two banks (ping-pong) in one memory: the bank bit is the top address bit, so
+the loader fills one bank through the write port while the compute core reads the other
+through the read port, and a single dual-port block RAM serves both.
+
+:class:`InputPLM` is four 16-bit lanes interleaved by word address: a loader writes up to four
+consecutive words per cycle (one 64-bit beat) starting at any word address, while the core
+reads one word per cycle.
+"""
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH
+
+from .params import check_int
+
+__all__ = ["LANES", "InputPLM", "input_write_layout"]
+
+#: Words a 64-bit beat carries, and lanes of the input PLM.
+LANES = 4
+
+
+def _bits(count):
+    return max(1, (count - 1).bit_length())
+
+
+def input_write_layout(addr_width):
+    """One write of up to four consecutive words: word ``k < count`` goes to ``addr + k``."""
+    return data.StructLayout({
+        "addr": unsigned(addr_width),
+        "words": data.ArrayLayout(unsigned(OPERAND_WIDTH), LANES),
+        "count": unsigned(3),
+    })
+
+
+class InputPLM(wiring.Component):
+    """Input PLM: ``banks`` banks of ``words`` 16-bit words (``words`` a multiple of 4).
+
+    Members
+    -------
+    wr : ``In(input_write_layout(addr_width))`` plus ``wr_en``
+        Word address with the bank bit on top.
+    rd : ``Out(memory.ReadPort.Signature(addr_width, 16))``
+        One word, the cycle after its address.
+    """
+
+    def __init__(self, *, words=16384, banks=2):
+        self._words = check_int("words", words, minimum=LANES)
+        if words % LANES:
+            raise ValueError(f"words must be a multiple of {LANES}, not {words}")
+        self._banks = check_int("banks", banks, minimum=1, maximum=2)
+        self._addr_width = _bits(words) + (banks - 1)
+        super().__init__({
+            "wr": In(input_write_layout(self._addr_width)),
+            "wr_en": In(1),
+            "rd": Out(memory.ReadPort.Signature(addr_width=self._addr_width,
+                                                shape=unsigned(OPERAND_WIDTH))),
+        })
+
+    @property
+    def addr_width(self):
+        return self._addr_width
+
+    def elaborate(self, platform):
+        m = Module()
+        # the bank bit sits above the word address; lanes split the low two bits off
+        word_bits = _bits(self._words)
+        depth = (1 << (word_bits - 2)) << (self._banks - 1)
+
+        def row_of(addr):
+            bank = addr[word_bits:] if self._banks > 1 else 0
+            return (addr[:word_bits] >> 2) | (bank << (word_bits - 2))
+
+        lane_rd = Signal(2)
+        m.d.sync += lane_rd.eq(self.rd.addr[:2])
+        for lane in range(LANES):
+            mem = memory.Memory(shape=unsigned(OPERAND_WIDTH), depth=depth, init=[])
+            m.submodules[f"lane{lane}"] = mem
+            wr, rd = mem.write_port(), mem.read_port()
+            # the word that lands in this lane, and its address
+            k = Signal(2, name=f"k{lane}")
+            m.d.comb += k.eq(lane - self.wr.addr[:2])
+            addr = Signal(self._addr_width, name=f"waddr{lane}")
+            m.d.comb += [
+                addr.eq(self.wr.addr + k),
+                wr.addr.eq(row_of(addr)),
+                wr.data.eq(self.wr.words[k]),
+                wr.en.eq(self.wr_en & (k < self.wr.count)),
+                rd.addr.eq(row_of(self.rd.addr)),
+                rd.en.eq(self.rd.en),
+            ]
+            with m.If(lane_rd == lane):
+                m.d.comb += self.rd.data.eq(rd.data)
+        return m

@@ -1,0 +1,190 @@
+# amaranth: UnusedElaboratable=no
+"""Amaranth-simulator tests of the input PLM and the loaders: the beats of each descriptor's
+DMA requests, from real descriptor lists, land in the PLMs exactly as the compute core and
+the golden model expect them (ST words; weight rows; quantization registers)."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import memory, wiring
+from amaranth.sim import Simulator
+
+from hdl.loaders import InputLoader, QuantLoader, WeightLoader
+from hdl.plm import InputPLM
+from hls_ref import Precision, pack_activations
+from hls_ref.config import DEFAULT_CONFIG
+from hls_ref.descriptor import geometry
+from hls_ref.formats import QuantBlock
+from hls_ref.socket import DmaRequest, input_tile, load_requests
+from sw.program import conv2d_program
+from tests.test_hls_ref_socket import random_conv
+
+
+def request_beats(memory_image, request):
+    """The beats a DMA reader delivers for ``request``: (data, lo, hi, seg_last, last)."""
+    segments = list(request.segments())
+    beats = []
+    for s, (addr, size) in enumerate(segments):
+        first, last = addr // 8, (addr + size - 1) // 8
+        for b in range(first, last + 1):
+            word = int(memory_image[8 * b:8 * b + 8].view("<u8")[0])
+            lo = addr - 8 * b if b == first else 0
+            hi = addr + size - 8 * b if b == last else 8
+            beats.append({"data": word, "lo": lo, "hi": hi, "seg_last": int(b == last),
+                          "last": int(b == last and s == len(segments) - 1), "err": 0})
+    return beats
+
+
+async def feed(ctx, port, beats, rng, idle=0.3):
+    """Offer beats with random idle cycles; wait for each to be taken."""
+    for beat in beats:
+        while rng.random() < idle:
+            ctx.set(port.valid, 0)
+            await ctx.tick()
+        ctx.set(port.payload, beat)
+        ctx.set(port.valid, 1)
+        await ctx.tick().until(port.ready)
+    ctx.set(port.valid, 0)
+
+
+class InputHarness(wiring.Component):
+    def __init__(self, words):
+        self.loader = InputLoader(words=words)
+        self.plm = InputPLM(words=words)
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.loader, m.submodules.plm = self.loader, self.plm
+        m.d.comb += [self.plm.wr.eq(self.loader.wr), self.plm.wr_en.eq(self.loader.wr_en)]
+        return m
+
+
+def _programs():
+    rng = np.random.default_rng(21)
+    cases = [(Precision.A8W8, dict(cin=6)), (Precision.A16W16, dict(cin=3)),
+             (Precision.A4W4, dict(cin=10)), (Precision.A8W8, dict(cin=1)),
+             (Precision.A4W4, dict(cin=1)), (Precision.A4W4, dict(cin=2)),
+             (Precision.A8W4, dict(cin=16)), (Precision.A16W8, dict(cin=5))]
+    for precision, kw in cases:
+        x, w, qb, cmd, _ = random_conv(rng, precision, 8, size=(6, 11), kernel=(3, 3),
+                                       stride=(1, 1), **kw)
+        splits = (precision.lanes * 2,) if kw["cin"] > 2 * precision.lanes else ()
+        yield precision.label, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits)
+
+
+@pytest.mark.parametrize("name,program", list(_programs()), ids=lambda v: v
+                         if isinstance(v, str) else "")
+def test_input_loader_fills_the_plm_with_st_words(name, program):
+    words = 1024
+    dut = InputHarness(words)
+    rng = random.Random(name)
+    checked = []
+
+    async def bench(ctx):
+        for n, desc in enumerate(program.descriptors):
+            geo = geometry(desc)
+            bank = n % 2
+            x_req, _, _ = load_requests(desc, DEFAULT_CONFIG)
+            ctx.set(dut.loader.cfg, {"narrow": int(geo.narrow),
+                                     "nibble": int(geo.narrow and
+                                                   desc.in_pixel_stride * geo.precision.act_bits
+                                                   == 4),
+                                     "in_w": desc.in_w, "bank": bank})
+            ctx.set(dut.loader.start, 1)
+            await ctx.tick()
+            ctx.set(dut.loader.start, 0)
+            await feed(ctx, dut.loader.beats, request_beats(program.memory, x_req), rng)
+            want = pack_activations(input_tile(program.memory, desc), geo.precision).ravel()
+            got = []
+            for i in range(len(want)):
+                ctx.set(dut.plm.rd.addr, bank * words + i)
+                await ctx.tick()
+                got.append(ctx.get(dut.plm.rd.data))
+            np.testing.assert_array_equal(got, want, f"descriptor {n}")
+            checked.append(n)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert checked == list(range(program.count))
+
+
+class WeightHarness(wiring.Component):
+    def __init__(self, pes, rows):
+        self.loader = WeightLoader(pes=pes, rows=rows)
+        self.pes, self.rows = pes, rows
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.loader = self.loader
+        self.mem = memory.Memory(shape=16 * self.pes, depth=2 * self.rows, init=[])
+        m.submodules.mem = self.mem
+        wr = self.mem.write_port(granularity=16)
+        m.d.comb += [wr.addr.eq(self.loader.wr_addr), wr.data.eq(self.loader.wr_data),
+                     wr.en.eq(self.loader.wr_en)]
+        return m
+
+
+@pytest.mark.parametrize("pes", [4, 16])
+def test_weight_loader_writes_pe_rows(pes):
+    rng = np.random.default_rng(pes)
+    rows = 64
+    blob_rows = 37
+    words = rng.integers(0, 1 << 16, (blob_rows, pes))
+    image = np.zeros(8 * 64 + words.size * 2, np.uint8)
+    image[64:64 + words.size * 2] = words.astype("<u2").view(np.uint8).ravel()
+    beats = request_beats(image, DmaRequest(64, words.size * 2))
+    dut = WeightHarness(pes, rows)
+
+    async def bench(ctx):
+        ctx.set(dut.loader.bank, 1)
+        ctx.set(dut.loader.start, 1)
+        await ctx.tick()
+        ctx.set(dut.loader.start, 0)
+        await feed(ctx, dut.loader.beats, beats, random.Random(pes))
+        await ctx.tick()
+        for r in range(blob_rows):
+            value = ctx.get(dut.mem.data[rows + r])
+            got = [(value >> (16 * k)) & 0xFFFF for k in range(pes)]
+            assert got == list(words[r]), r
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_quant_loader_registers():
+    rng = np.random.default_rng(2)
+    pes = 16
+    for channels in (1, 7, 16):
+        qb = QuantBlock(-3, -100, 90, rng.integers(-1 << 31, 1 << 31, channels),
+                        rng.integers(1 << 30, 1 << 31, channels), rng.integers(-31, 31, channels))
+        image = np.zeros(8 * (2 + 2 * channels), np.uint8)
+        image[8:] = qb.pack().view(np.uint8)
+        beats = request_beats(image, DmaRequest(8, 8 * (1 + 2 * channels)))
+        dut = QuantLoader(pes=pes)
+
+        async def bench(ctx, beats=beats, qb=qb, channels=channels, dut=dut):
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            await feed(ctx, dut.beats, beats, random.Random(channels))
+            await ctx.tick()
+            q = ctx.get(dut.q)
+            assert (q.zero_point, q.act_min, q.act_max, q.double, q.channels) == (
+                -3, -100, 90, 0, channels)
+            zeros = [0] * (pes - channels)
+            assert list(q.bias) == [int(v) for v in qb.bias] + zeros
+            assert list(q.multiplier) == [int(v) for v in qb.multiplier] + zeros
+            assert list(q.shift) == [int(v) for v in qb.shift] + zeros
+
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
