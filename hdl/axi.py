@@ -13,6 +13,8 @@ Only what Tessera's cores use is modelled: incrementing bursts, no locks, no QoS
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from hls_ref.dma import BOUNDARY_BYTES
+
 from .params import check_int
 
 __all__ = [
@@ -30,8 +32,6 @@ __all__ = [
 RESP_OKAY, RESP_EXOKAY, RESP_SLVERR, RESP_DECERR = 0, 1, 2, 3
 #: ``xBURST`` value of an incrementing burst.
 BURST_INCR = 1
-#: No burst may cross an address boundary of this many bytes.
-BOUNDARY_BYTES = 4096
 #: Longest incrementing burst, in beats.
 MAX_BURST_BEATS = 256
 

@@ -22,17 +22,24 @@ cycle) and a burst splitter cuts segments into bursts (one burst per cycle). A F
 ``max_outstanding`` entries remembers each issued burst's beat count and lane bounds until its
 data (reader) or write response (writer) has passed, so addresses run ahead of data.
 
-The pure-Python functions and :class:`DmaRequest` of this module are the reference the tests
-compare the hardware with.
+The reference model of requests, beats and bursts is :mod:`hls_ref.dma` (re-exported here).
 """
-
-from dataclasses import dataclass
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
+
+from hls_ref.dma import (
+    BEAT_BYTES,
+    COUNT_WIDTH,
+    SEG_BYTES_WIDTH,
+    STRIDE_WIDTH,
+    DmaRequest,
+    segment_beats,
+    split_bursts,
+)
 
 from .axi import BOUNDARY_BYTES, BURST_INCR, MAX_BURST_BEATS, AXI4Signature
 from .params import check_int
@@ -52,15 +59,6 @@ __all__ = [
     "segment_beats",
     "split_bursts",
 ]
-
-#: Bytes per beat of the 64-bit memory bus.
-BEAT_BYTES = 8
-#: Width of ``seg_bytes``, in bits.
-SEG_BYTES_WIDTH = 16
-#: Width of ``inner_count`` and ``outer_count``, in bits.
-COUNT_WIDTH = 16
-#: Width of ``inner_stride`` and ``outer_stride``, in bits.
-STRIDE_WIDTH = 32
 
 _DATA_WIDTH = 8 * BEAT_BYTES
 _LANE_BITS = 3                                   # log2(BEAT_BYTES)
@@ -133,139 +131,6 @@ def dma_done_layout(tag_width=None):
     if tag_width is not None:
         fields["tag"] = unsigned(tag_width)
     return data.StructLayout(fields)
-
-
-# --- Reference model -------------------------------------------------------------------------
-
-def segment_beats(addr, seg_bytes, *, addr_width=32):
-    """Return the beats a segment covers, in order.
-
-    Parameters
-    ----------
-    addr : int
-        Byte address of the segment's first byte.
-    seg_bytes : int
-        Length of the segment, in bytes.
-    addr_width : int
-        Byte-address width, in bits; addresses wrap modulo ``2**addr_width``.
-
-    Returns
-    -------
-    list of (int, int, int)
-        ``(beat, lo, hi)``: beat address (byte address // 8) and the byte lanes
-        ``lo <= j < hi`` of that beat that belong to the segment.
-    """
-    if seg_bytes <= 0:
-        return []
-    beat_mask = (1 << (addr_width - _LANE_BITS)) - 1
-    first = addr >> _LANE_BITS
-    lo = addr % BEAT_BYTES
-    end = lo + seg_bytes                     # one past the last byte, relative to beat `first`
-    count = (end - 1) // BEAT_BYTES + 1
-    return [((first + k) & beat_mask,
-             lo if k == 0 else 0,
-             end - BEAT_BYTES * k if k == count - 1 else BEAT_BYTES)
-            for k in range(count)]
-
-
-def split_bursts(first_beat, beats, max_burst, *, addr_width=32):
-    """Cut ``beats`` consecutive beats from ``first_beat`` into incrementing bursts.
-
-    Each burst is as long as it can be: ``max_burst`` beats, or fewer where the remaining beats
-    or the next 4 KiB boundary (512 beats) end it first. So no burst crosses a 4 KiB boundary,
-    and a segment takes the fewest bursts possible. The top of the address space is such a
-    boundary too, so a wrapping segment is split there.
-
-    Returns
-    -------
-    list of (int, int)
-        ``(beat, length)``: beat address of each burst and its length in beats.
-    """
-    beat_mask = (1 << (addr_width - _LANE_BITS)) - 1
-    bursts = []
-    beat = first_beat & beat_mask
-    while beats > 0:
-        length = min(beats, max_burst, _PAGE_BEATS - beat % _PAGE_BEATS)
-        bursts.append((beat, length))
-        beat = (beat + length) & beat_mask
-        beats -= length
-    return bursts
-
-
-@dataclass(frozen=True)
-class DmaRequest:
-    """A DMA request as plain integers (the reference for the hardware's request layout).
-
-    Attributes
-    ----------
-    addr : int
-        Byte address of the first segment.
-    seg_bytes : int
-        Bytes per segment.
-    inner_count, inner_stride : int
-        Segments per row and the distance between them, in bytes.
-    outer_count, outer_stride : int
-        Rows and the distance between their first segments, in bytes.
-    tag : int
-        Returned with every beat and the completion of a read.
-    """
-
-    addr: int
-    seg_bytes: int
-    inner_count: int = 1
-    inner_stride: int = 0
-    outer_count: int = 1
-    outer_stride: int = 0
-    tag: int = 0
-
-    def __post_init__(self):
-        check_int("addr", self.addr, minimum=0)
-        check_int("seg_bytes", self.seg_bytes, minimum=0, maximum=(1 << SEG_BYTES_WIDTH) - 1)
-        for name in ("inner_count", "outer_count"):
-            check_int(name, getattr(self, name), minimum=0, maximum=(1 << COUNT_WIDTH) - 1)
-        for name in ("inner_stride", "outer_stride"):
-            check_int(name, getattr(self, name), minimum=0, maximum=(1 << STRIDE_WIDTH) - 1)
-        check_int("tag", self.tag, minimum=0)
-
-    def fields(self):
-        """Return the request as a dict of the request layout's fields."""
-        return {"addr": self.addr, "seg_bytes": self.seg_bytes,
-                "inner_count": self.inner_count, "inner_stride": self.inner_stride,
-                "outer_count": self.outer_count, "outer_stride": self.outer_stride,
-                "tag": self.tag}
-
-    @property
-    def empty(self):
-        """True if the request moves no data."""
-        return not (self.seg_bytes and self.inner_count and self.outer_count)
-
-    def segments(self, *, addr_width=32):
-        """Return the byte address of every segment, in order."""
-        if self.empty:
-            return []
-        mask = (1 << addr_width) - 1
-        return [(self.addr + o * self.outer_stride + i * self.inner_stride) & mask
-                for o in range(self.outer_count) for i in range(self.inner_count)]
-
-    def beats(self, *, addr_width=32):
-        """Return every beat of the request, in order, as ``(beat, lo, hi, seg_last, last)``."""
-        beats = []
-        for addr in self.segments(addr_width=addr_width):
-            covered = segment_beats(addr, self.seg_bytes, addr_width=addr_width)
-            beats += [(beat, lo, hi, k == len(covered) - 1, False)
-                      for k, (beat, lo, hi) in enumerate(covered)]
-        if beats:
-            beats[-1] = (*beats[-1][:4], True)
-        return beats
-
-    def bursts(self, max_burst, *, addr_width=32):
-        """Return every burst of the request, in order, as ``(beat, length)``."""
-        bursts = []
-        for addr in self.segments(addr_width=addr_width):
-            covered = segment_beats(addr, self.seg_bytes, addr_width=addr_width)
-            bursts += split_bursts(covered[0][0], len(covered), max_burst,
-                                   addr_width=addr_width)
-        return bursts
 
 
 # --- Shared front end: request -> segments -> bursts -----------------------------------------

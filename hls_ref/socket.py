@@ -12,8 +12,8 @@ failing command and everything after it write nothing (an AXI write error may le
 failing command's own output region partly written). The list then stops with
 ``STATUS.error``, the code and the index of the failing descriptor.
 
-:func:`dma_request` is the rule by which the hardware turns a 2D-strided access into a DMA
-request (merging contiguous segments); byte counters count whole beats of those requests.
+Loads and stores are the DMA requests of :func:`hls_ref.dma.dma_request`; the byte counters
+count whole beats of those requests.
 """
 
 from dataclasses import dataclass, field
@@ -28,60 +28,13 @@ from .descriptor import (
     check,
     geometry,
 )
+from .dma import BEAT_BYTES, DmaRequest, dma_request
 from .formats import QuantBlock
 from .invocation import Command, ConvAccelerator
 from .st import signed_field
 
-__all__ = ["DmaRequest", "SocketModel", "Status", "dma_request", "input_tile",
+__all__ = ["SocketModel", "Status", "input_tile",
            "load_requests", "store_request", "store_tile"]
-
-BEAT_BYTES = 8
-#: Largest segment one DMA request carries, in bytes (a 16-bit field).
-MAX_SEGMENT_BYTES = (1 << 16) - 1
-
-
-@dataclass(frozen=True)
-class DmaRequest:
-    """``outer_count`` x ``inner_count`` segments of ``seg_bytes`` bytes at
-    ``addr + o * outer_stride + i * inner_stride``."""
-
-    addr: int
-    seg_bytes: int
-    inner_count: int = 1
-    inner_stride: int = 0
-    outer_count: int = 1
-    outer_stride: int = 0
-
-    def segments(self):
-        for o in range(self.outer_count):
-            for i in range(self.inner_count):
-                yield self.addr + o * self.outer_stride + i * self.inner_stride, self.seg_bytes
-
-    @property
-    def beats(self):
-        """Bus beats: every beat a segment touches, counted once per segment."""
-        return sum((a + n - 1) // BEAT_BYTES - a // BEAT_BYTES + 1 for a, n in self.segments())
-
-    @property
-    def bytes(self):
-        return self.seg_bytes * self.inner_count * self.outer_count
-
-
-def dma_request(addr, seg_bytes, inner_count, inner_stride, outer_count, outer_stride):
-    """The request the hardware issues for a 2D-strided access: back-to-back segments are
-    merged (pixels into a row, rows into one block) while the merged segment still fits the
-    16-bit length field."""
-    if inner_count > 1 and inner_stride == seg_bytes and seg_bytes * inner_count <= \
-            MAX_SEGMENT_BYTES:
-        seg_bytes, inner_count, inner_stride = seg_bytes * inner_count, 1, 0
-    if inner_count == 1 and outer_count > 1 and outer_stride == seg_bytes and \
-            seg_bytes * outer_count <= MAX_SEGMENT_BYTES:
-        seg_bytes, outer_count, outer_stride = seg_bytes * outer_count, 1, 0
-    if inner_count == 1:
-        inner_stride = 0
-    if outer_count == 1:
-        outer_stride = 0
-    return DmaRequest(addr, seg_bytes, inner_count, inner_stride, outer_count, outer_stride)
 
 
 def load_requests(desc, config):
@@ -145,13 +98,17 @@ class _Memory:
         self.faults = [(int(a), int(b)) for a, b in faults]
 
     def _check(self, request, code):
-        for a, n in request.segments():
+        n = request.seg_bytes
+        for a in request.segments():
             lo, hi = a // BEAT_BYTES * BEAT_BYTES, ((a + n - 1) // BEAT_BYTES + 1) * BEAT_BYTES
             if hi > len(self.data) or any(f0 < hi and lo < f1 for f0, f1 in self.faults):
                 raise _FaultError(code)
 
     def read_request(self, request):
         self._check(request, ErrorCode.AXI_READ)
+
+    def check_write(self, request):
+        self._check(request, ErrorCode.AXI_WRITE)
 
     def read_bytes(self, addr, count):
         self._check(DmaRequest(addr, count), ErrorCode.AXI_READ)
@@ -281,7 +238,7 @@ class SocketModel:
         for req in (x_req, w_req, q_req):
             if req is not None:
                 mem.read_request(req)
-                status.bytes_read += BEAT_BYTES * req.beats
+                status.bytes_read += BEAT_BYTES * len(req.beats())
 
         x = _input_tile(mem, desc)
 
@@ -302,10 +259,7 @@ class SocketModel:
         if y is None:
             return
         store = store_request(desc)
-        for a, _ in store.segments():
-            if a + store.seg_bytes > len(mem.data) or any(
-                    f0 < a + store.seg_bytes and a < f1 for f0, f1 in mem.faults):
-                raise _FaultError(ErrorCode.AXI_WRITE)
+        mem.check_write(store)
         _store_tile(mem, desc, y)
         status.bytes_written += store.bytes
         status.outputs.append((index, y[..., :desc.out_c]))

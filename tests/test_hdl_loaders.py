@@ -16,25 +16,18 @@ from hdl.plm import InputPLM
 from hls_ref import Precision, pack_activations
 from hls_ref.config import DEFAULT_CONFIG
 from hls_ref.descriptor import geometry
+from hls_ref.dma import DmaRequest
 from hls_ref.formats import QuantBlock
-from hls_ref.socket import DmaRequest, input_tile, load_requests
+from hls_ref.socket import input_tile, load_requests
 from sw.program import conv2d_program
 from tests.test_hls_ref_socket import random_conv
 
 
 def request_beats(memory_image, request):
-    """The beats a DMA reader delivers for ``request``: (data, lo, hi, seg_last, last)."""
-    segments = list(request.segments())
-    beats = []
-    for s, (addr, size) in enumerate(segments):
-        first, last = addr // 8, (addr + size - 1) // 8
-        for b in range(first, last + 1):
-            word = int(memory_image[8 * b:8 * b + 8].view("<u8")[0])
-            lo = addr - 8 * b if b == first else 0
-            hi = addr + size - 8 * b if b == last else 8
-            beats.append({"data": word, "lo": lo, "hi": hi, "seg_last": int(b == last),
-                          "last": int(b == last and s == len(segments) - 1), "err": 0})
-    return beats
+    """The beats a DMA reader delivers for ``request``, with their data from the image."""
+    return [{"data": int(memory_image[8 * beat:8 * beat + 8].view("<u8")[0]), "lo": lo,
+             "hi": hi, "seg_last": int(seg_last), "last": int(last), "err": 0}
+            for beat, lo, hi, seg_last, last in request.beats()]
 
 
 async def feed(ctx, port, beats, rng, idle=0.3):

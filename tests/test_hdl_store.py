@@ -39,15 +39,12 @@ def store_config(desc, acc_bank):
 
 
 def apply_beats(image, desc, beats):
-    """Write ``beats`` into ``image`` as the DMA writer does for the store request."""
-    it = iter(beats)
-    for addr, size in store_request(desc).segments():
-        for b in range(addr // 8, (addr + size - 1) // 8 + 1):
-            data = next(it).to_bytes(8, "little")
-            for lane in range(8):
-                if addr <= 8 * b + lane < addr + size:
-                    image[8 * b + lane] = data[lane]
-    assert next(it, None) is None, "more beats than the segments cover"
+    """Write ``beats`` into ``image`` as the DMA writer does for the store request (only the
+    lanes of each beat that belong to its segment)."""
+    covered = store_request(desc).beats()
+    assert len(beats) == len(covered), "beats do not match the segments"
+    for data, (beat, lo, hi, _, _) in zip(beats, covered, strict=True):
+        image[8 * beat + lo:8 * beat + hi] = list(data.to_bytes(8, "little"))[lo:hi]
 
 
 class StoreHarness(wiring.Component):
