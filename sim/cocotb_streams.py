@@ -1,4 +1,5 @@
-"""cocotb drivers for ``lib.stream`` ports of Amaranth designs, with random flow control.
+"""cocotb drivers for ``lib.stream`` ports of Amaranth designs, with random flow control, and
+the start-up every testbench shares.
 
 Amaranth names the members of a port ``<port>__valid``, ``<port>__ready`` and
 ``<port>__payload``. Both sides change their outputs just after the falling clock edge and
@@ -6,9 +7,45 @@ sample in the read-only phase that follows, so a transfer recorded there is the 
 sees at the next rising edge, on any simulator.
 """
 
-from cocotb.triggers import FallingEdge, ReadOnly
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-__all__ = ["StreamSink", "StreamSource"]
+from .runner import Design
+
+__all__ = ["StreamSink", "StreamSource", "check_full_rate", "start_design"]
+
+
+async def start_design(dut):
+    """Start a 100 MHz clock on ``dut.clk``, reset for two cycles; return the component the
+    Verilog was generated from (``TESSERA_DUT``), for its layouts and parameters."""
+    component = Design.from_env().build()
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+    dut.rst.value = 1
+    await ClockCycles(dut.clk, 2)
+    dut.rst.value = 0
+    return component
+
+
+async def check_full_rate(dut, words, latency):
+    """Feed ``words`` into port ``i`` on consecutive cycles with ``o`` always ready; assert
+    that ``i`` stays ready and that the results leave on consecutive cycles ``latency``
+    cycles after their inputs. Returns the results (raw integers) in order."""
+    dut.o__ready.value = 1
+    valid_cycles, results = [], []
+    count = len(words)
+    for cycle in range(count + latency + 5):
+        await FallingEdge(dut.clk)
+        dut.i__valid.value = int(cycle < count)
+        if cycle < count:
+            dut.i__payload.value = words[cycle]
+        await ReadOnly()
+        assert dut.i__ready.value == 1
+        if dut.o__valid.value:
+            valid_cycles.append(cycle)
+            results.append(int(dut.o__payload.value))
+    assert valid_cycles == list(range(latency, latency + count))
+    return results
 
 
 class _Port:
@@ -82,7 +119,8 @@ class StreamSink:
             port.ready.value = int(ready)
             await ReadOnly()
             if ready and port.valid.value:
-                received.append(port.payload.value.to_unsigned())
+                # int() reads a 1-bit payload (a ``Logic``) and a wider one alike
+                received.append(int(port.payload.value))
         await FallingEdge(self._clock)
         port.ready.value = 0
         return received

@@ -3,7 +3,6 @@
 feedback). The vector generators and the golden function are shared with the cocotb testbench
 (``tests/cocotb/tb_requant.py``)."""
 
-import random
 
 import numpy as np
 import pytest
@@ -20,7 +19,7 @@ from hls_ref.quant import (
     quantize_multiplier,
 )
 from sim.layouts import pack, unpack
-from sim.streams import stream_get, stream_put, with_sync_domain
+from sim.streams import run_streams, with_sync_domain
 
 FIELDS = ("acc", "multiplier", "shift", "zero_point", "low", "high")
 
@@ -190,28 +189,12 @@ def shift_sweep():
 def run_vectors(dut, vectors, users, *, seed, idle=0.3, stall=0.3):
     """Stream ``vectors`` (with side-band ``users``) through ``dut`` with random idle and stall
     cycles; return the ``(value, user)`` pairs received."""
-    rng = random.Random(seed)
     count = len(users)
     words = [pack(dut.input_layout, {**{name: int(vectors[name][k]) for name in FIELDS},
                                      "user": int(users[k])}) for k in range(count)]
-    seen = []
-
-    async def producer(ctx):
-        for word in words:
-            await stream_put(ctx, dut.i, word, rng=rng, idle=idle)
-
-    async def consumer(ctx):
-        for _ in range(count):
-            payload = await stream_get(ctx, dut.o, rng=rng, stall=stall)
-            fields = unpack(dut.output_layout, payload.as_value().value)
-            seen.append((fields["value"], fields["user"]))
-
-    sim = Simulator(with_sync_domain(dut))
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.run()
-    return seen
+    results = [unpack(dut.output_layout, raw) for raw in
+               run_streams(dut, words, count, seed=seed, idle=idle, stall=stall)]
+    return [(fields["value"], fields["user"]) for fields in results]
 
 
 def check(dut, vectors, *, seed, idle=0.3, stall=0.3):

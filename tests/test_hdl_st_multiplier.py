@@ -1,7 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """Amaranth-simulator tests of the ST multiplier against the golden model (quick feedback)."""
 
-import random
 
 import numpy as np
 import pytest
@@ -10,33 +9,17 @@ from amaranth.sim import Simulator
 from hdl.st_multiplier import STMultiplier
 from hls_ref import Precision, st_product
 from sim.layouts import pack, unpack
-from sim.streams import stream_get, stream_put, with_sync_domain
+from sim.streams import run_streams
 
 
 def run_vectors(dut, vectors, *, seed, idle=0.3, stall=0.3):
     """Stream ``(a, b, code, user)`` vectors through ``dut``; return the (product, user) seen."""
-    rng = random.Random(seed)
-    seen = []
-
-    async def producer(ctx):
-        for a, b, code, user in vectors:
-            # Raw bits, so that undefined configuration codes can be sent too.
-            word = pack(dut.input_layout,
-                        {"a": a, "b": b, "precision": code, "user": user})
-            await stream_put(ctx, dut.i, int(word), rng=rng, idle=idle)
-
-    async def consumer(ctx):
-        for _ in vectors:
-            payload = await stream_get(ctx, dut.o, rng=rng, stall=stall)
-            fields = unpack(dut.output_layout, payload.as_value().value)
-            seen.append((fields["product"], fields["user"]))
-
-    sim = Simulator(with_sync_domain(dut))
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.run()
-    return seen
+    # raw bits, so that undefined configuration codes can be sent too
+    words = [pack(dut.input_layout, {"a": a, "b": b, "precision": code, "user": user})
+             for a, b, code, user in vectors]
+    results = [unpack(dut.output_layout, raw) for raw in
+               run_streams(dut, words, len(words), seed=seed, idle=idle, stall=stall)]
+    return [(fields["product"], fields["user"]) for fields in results]
 
 
 @pytest.mark.parametrize("stages", [0, 1, 2, 3])

@@ -15,7 +15,6 @@ import warnings
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, with_timeout
-from cocotb.types import LogicArray
 from cocotbext.axi import AxiBus, AxiRam
 
 from hdl.axi import BOUNDARY_BYTES, BURST_INCR
@@ -74,27 +73,6 @@ class BusMonitor:
                 if (getattr(dut, f"bus__{channel}valid").value
                         and getattr(dut, f"bus__{channel}ready").value):
                     self.beat_cycles[channel].append(self.cycle)
-
-
-class _AsArray:
-    """A read-only view of a signal handle whose value always has ``to_unsigned``."""
-
-    def __init__(self, handle):
-        self._handle = handle
-
-    @property
-    def value(self):
-        value = self._handle.value
-        return value if hasattr(value, "to_unsigned") else LogicArray(str(value))
-
-
-class AnyWidthSink(StreamSink):
-    """:class:`StreamSink` for payloads of any width: a 1-bit payload (a write completion is
-    just ``err``) reads as a single ``Logic``, which has no ``to_unsigned``."""
-
-    def __init__(self, dut, name, clock, *, rng, stall=0.0):
-        super().__init__(dut, name, clock, rng=rng, stall=stall)
-        self._port.payload = _AsArray(self._port.payload)
 
 
 def pauses(rng, probability):
@@ -173,7 +151,7 @@ async def read_requests(dut, component, ram, requests, flow, *, idle, stall):
                          "tag": request.tag})
     source = StreamSource(dut, "rd_req", dut.clk, rng=flow, idle=idle)
     data = StreamSink(dut, "rd_data", dut.clk, rng=flow, stall=stall)
-    done = AnyWidthSink(dut, "rd_done", dut.clk, rng=flow, stall=stall)
+    done = StreamSink(dut, "rd_done", dut.clk, rng=flow, stall=stall)
     cocotb.start_soon(source.send([pack(request_layout, r.fields()) for r in requests]))
     finished = cocotb.start_soon(done.receive(len(requests), timeout_cycles=50 * len(want)
                                               + 1000))
@@ -199,7 +177,7 @@ async def write_requests(dut, component, ram, requests, rng, flow, *, idle, stal
             image[8 * beat + lo:8 * beat + hi] = value.to_bytes(8, "little")[lo:hi]
     requests_in = StreamSource(dut, "wr_req", dut.clk, rng=flow, idle=idle)
     data_in = StreamSource(dut, "wr_data", dut.clk, rng=flow, idle=idle)
-    done = AnyWidthSink(dut, "wr_done", dut.clk, rng=flow, stall=stall)
+    done = StreamSink(dut, "wr_done", dut.clk, rng=flow, stall=stall)
     cocotb.start_soon(requests_in.send([pack(request_layout, r.fields()) for r in requests]))
     cocotb.start_soon(data_in.send(beats))
     dones = await done.receive(len(requests), timeout_cycles=50 * len(beats) + 1000)

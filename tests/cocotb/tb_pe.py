@@ -5,8 +5,6 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles
 
 from hdl.pe import PERow
 from hls_ref import (
@@ -17,18 +15,8 @@ from hls_ref import (
     st_product,
     wrap_signed,
 )
-from sim.cocotb_streams import StreamSink, StreamSource
+from sim.cocotb_streams import StreamSink, StreamSource, start_design
 from sim.layouts import pack, unpack
-from sim.runner import Design
-
-
-async def setup(dut):
-    component = Design.from_env().build()
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    dut.rst.value = 0
-    return component
 
 
 def lanes_of(component):
@@ -73,7 +61,7 @@ def random_flags(rng, count, mean_length):
 @cocotb.test()
 async def random_sequences(dut):
     """Random operands, configurations and sum lengths, with random idle and stall."""
-    component = await setup(dut)
+    component = await start_design(dut)
     seed = cocotb.RANDOM_SEED
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     count = 3000
@@ -90,7 +78,7 @@ async def random_sequences(dut):
 async def dot_products_of_packed_channels(dut):
     """Long dot products of real-looking channel vectors, packed as the hardware expects, in
     every configuration: the PE sum equals the plain integer dot product."""
-    component = await setup(dut)
+    component = await start_design(dut)
     seed = cocotb.RANDOM_SEED + 1
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     lanes = lanes_of(component)
@@ -115,7 +103,7 @@ async def dot_products_of_packed_channels(dut):
 @cocotb.test()
 async def wrap_around(dut):
     """The accumulator wraps modulo 2**acc_width, as the golden model defines."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     widest = max(component.precisions, key=lambda p: p.product_bits)
     word = {Precision.A16W16: 0x8000, Precision.A16W8: 0x8080}.get(widest, 0x8888)

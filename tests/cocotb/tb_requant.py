@@ -7,25 +7,13 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from sim.cocotb_streams import StreamSink, StreamSource
+from sim.cocotb_streams import StreamSink, StreamSource, check_full_rate, start_design
 from sim.layouts import pack, unpack
-from sim.runner import Design
 from tests.test_hdl_requant import FIELDS, corner_vectors, golden, random_vectors, shift_sweep
 
 #: Random vectors per run (a few seconds on either simulator).
 RANDOM_VECTORS = 5000
-
-
-async def setup(dut):
-    component = Design.from_env().build()
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    dut.rst.value = 0
-    return component
 
 
 def make_words(component, vectors, rng):
@@ -55,7 +43,7 @@ async def check(dut, component, vectors, rng, *, idle, stall):
 @cocotb.test()
 async def corner_cases(dut):
     """The hand-computed cases, then every int8 shift on a few operand pairs."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED)
     corners, sweep = corner_vectors(), shift_sweep()
     vectors = {name: np.concatenate([corners[name], sweep[name]]) for name in FIELDS}
@@ -65,7 +53,7 @@ async def corner_cases(dut):
 @cocotb.test()
 async def random_vectors_with_flow_control(dut):
     """Random vectors over the full ranges, with random idle and stall probabilities."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 1)
     vectors = random_vectors(np.random.default_rng(cocotb.RANDOM_SEED + 1), RANDOM_VECTORS)
     idle, stall = rng.choice([0.0, 0.2, 0.5]), rng.choice([0.0, 0.3, 0.6])
@@ -77,22 +65,10 @@ async def random_vectors_with_flow_control(dut):
 async def one_result_per_cycle(dut):
     """Without back-pressure, N inputs give N results on N consecutive cycles, the first
     ``stages`` cycles after the first input, and the input is always ready."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     count = 300
     vectors = random_vectors(np.random.default_rng(cocotb.RANDOM_SEED + 2), count)
     words, expected = make_words(component, vectors, rng)
-    dut.o__ready.value = 1
-    valid_cycles, results = [], []
-    for cycle in range(count + component.stages + 5):
-        await FallingEdge(dut.clk)
-        dut.i__valid.value = int(cycle < count)
-        if cycle < count:
-            dut.i__payload.value = words[cycle]
-        await ReadOnly()
-        assert dut.i__ready.value == 1
-        if dut.o__valid.value:
-            valid_cycles.append(cycle)
-            results.append(unpack(component.output_layout, dut.o__payload.value.to_unsigned()))
-    assert valid_cycles == list(range(component.stages, component.stages + count))
-    assert results == expected
+    results = await check_full_rate(dut, words, component.stages)
+    assert [unpack(component.output_layout, r) for r in results] == expected

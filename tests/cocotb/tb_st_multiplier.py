@@ -4,13 +4,10 @@
 import random
 
 import cocotb
-from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
 from hls_ref import st_product
-from sim.cocotb_streams import StreamSink, StreamSource
+from sim.cocotb_streams import StreamSink, StreamSource, check_full_rate, start_design
 from sim.layouts import pack, unpack
-from sim.runner import Design
 
 #: Raw 16-bit words at the sign boundaries of every sub-word size.
 CORNER_WORDS = (
@@ -18,16 +15,6 @@ CORNER_WORDS = (
     0x8080, 0x7F7F, 0x80FF, 0xFF80, 0x017F, 0x7F01,  # 8-bit sub-words
     0x8888, 0x7777, 0x8F7F, 0x1881, 0xF0F0, 0x0F0F,  # 4-bit sub-words
 )
-
-
-async def setup(dut):
-    design = Design.from_env()
-    component = design.build()
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 2)
-    dut.rst.value = 0
-    return component
 
 
 def make_vectors(component, operands, rng):
@@ -58,7 +45,7 @@ async def check(dut, component, operands, rng, *, idle, stall):
 @cocotb.test()
 async def corner_operands(dut):
     """Every pair of sign-boundary words, in every supported configuration."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED)
     operands = [(a, b, p) for p in component.precisions
                 for a in CORNER_WORDS for b in CORNER_WORDS]
@@ -69,7 +56,7 @@ async def corner_operands(dut):
 async def random_vectors(dut):
     """Thousands of random operand pairs per configuration, mixed on consecutive cycles, with
     random idle and stall probabilities."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 1)
     operands = [(rng.getrandbits(16), rng.getrandbits(16), rng.choice(component.precisions))
                 for _ in range(2000 * len(component.precisions))]
@@ -80,7 +67,7 @@ async def random_vectors(dut):
 
 @cocotb.test()
 async def undefined_codes_give_zero(dut):
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 2)
     supported = {p.value for p in component.precisions}
     codes = [code for code in range(8) if code not in supported]
@@ -97,24 +84,11 @@ async def undefined_codes_give_zero(dut):
 async def one_result_per_cycle(dut):
     """Without back-pressure, N inputs give N results on N consecutive cycles, the first
     ``stages`` cycles after the first input."""
-    component = await setup(dut)
+    component = await start_design(dut)
     rng = random.Random(cocotb.RANDOM_SEED + 3)
     count = 200
     operands = [(rng.getrandbits(16), rng.getrandbits(16), rng.choice(component.precisions))
                 for _ in range(count)]
     words, expected = make_vectors(component, operands, rng)
-    dut.o__ready.value = 1
-    valid_cycles = []
-    results = []
-    for cycle in range(count + component.stages + 5):
-        await FallingEdge(dut.clk)
-        dut.i__valid.value = int(cycle < count)
-        if cycle < count:
-            dut.i__payload.value = words[cycle]
-        await ReadOnly()
-        assert dut.i__ready.value == 1
-        if dut.o__valid.value:
-            valid_cycles.append(cycle)
-            results.append(unpack(component.output_layout, dut.o__payload.value.to_unsigned()))
-    assert valid_cycles == list(range(component.stages, component.stages + count))
-    assert results == expected
+    results = await check_full_rate(dut, words, component.stages)
+    assert [unpack(component.output_layout, r) for r in results] == expected
