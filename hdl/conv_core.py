@@ -31,6 +31,7 @@ from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .params import check_int
 from .pe import PERow
+from .st_multiplier import MAX_STAGES
 
 __all__ = ["ACC_BITS", "ConvCore", "core_command_layout"]
 
@@ -114,7 +115,7 @@ class ConvCore(wiring.Component):
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
         self._acc_rows = check_int("acc_rows", acc_rows, minimum=1)
         self._precisions = tuple(Precision.parse(p) for p in precisions)
-        self._stages = stages
+        self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
         super().__init__({
@@ -137,11 +138,6 @@ class ConvCore(wiring.Component):
     def pes(self):
         return self._pes
 
-    @property
-    def latency(self):
-        """Cycles from ``start`` to the first operand pair entering the PE row."""
-        return 4
-
     def elaborate(self, platform):
         m = Module()
         cmd = self.cmd
@@ -156,6 +152,7 @@ class ConvCore(wiring.Component):
         row_step = Signal(in_bits + 2)           # words between output rows' windows
         pix_step = Signal(in_bits + 2)           # words between output pixels' windows
         origin = Signal(in_bits)                 # word address of the window of pixel (0, 0)
+        last_pixel = Signal(2 * _DIM)            # out_h * out_w - 1
         setup = Signal(2)
         running = Signal()
 
@@ -181,7 +178,8 @@ class ConvCore(wiring.Component):
         with m.If(self.start & ~active):
             m.d.sync += [setup.eq(1), active.eq(1)]
         with m.If(setup == 1):
-            m.d.sync += [row_words.eq(cmd.in_w * cmd.groups), setup.eq(2)]
+            m.d.sync += [row_words.eq(cmd.in_w * cmd.groups),
+                         last_pixel.eq(cmd.out_h * cmd.out_w - 1), setup.eq(2)]
         with m.If(setup == 2):
             m.d.sync += [
                 row_step.eq(cmd.stride_h * row_words),
@@ -269,12 +267,10 @@ class ConvCore(wiring.Component):
                      pixel_c.eq(pixel)]
         with m.If(pe_row.o.valid):
             m.d.sync += pixel.eq(pixel + 1)
-        base = Mux(cmd.acc_flag, self.acc_rd.data.as_value(), self.bias.as_value())
-        base = data.View(data.ArrayLayout(signed(ACC_BITS), self._pes), base)
-        total = data.View(data.ArrayLayout(signed(ACC_BITS), self._pes),
-                          Signal(ACC_BITS * self._pes))
+        total = Signal.like(self.acc_wr.data)
         for pe in range(self._pes):
-            m.d.comb += total[pe].eq(base[pe] + sums_c[pe])
+            base = Mux(cmd.acc_flag, self.acc_rd.data[pe], self.bias[pe])
+            m.d.comb += total[pe].eq(base + sums_c[pe])
         m.d.comb += [
             self.acc_wr.addr.eq(pixel_c | (cmd.acc_bank << acc_bits)),
             self.acc_wr.data.eq(total),
@@ -282,9 +278,7 @@ class ConvCore(wiring.Component):
         ]
 
         # done when the command's last pixel has been written
-        pixels = Signal(2 * _DIM)
-        m.d.comb += pixels.eq(cmd.out_h * cmd.out_w)
-        finishing = valid_c & (pixel_c == pixels - 1)
+        finishing = valid_c & (pixel_c == last_pixel)
         m.d.comb += self.done.eq(finishing)
         with m.If(finishing):
             m.d.sync += [pixel.eq(0), active.eq(0)]

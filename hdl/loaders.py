@@ -29,9 +29,6 @@ from .plm import LANES, input_write_layout
 __all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_loader_config",
            "quant_registers_layout"]
 
-_BEAT = 64
-
-
 def _bits(count):
     return max(1, (count - 1).bit_length())
 

@@ -124,7 +124,7 @@ class StoreUnit(wiring.Component):
         have = Signal()                          # ``row`` holds a pixel still to send
         reading = Signal()                       # the first read is in flight
         busy = Signal()
-        seg_lane = Signal(3)                     # lane of the segment after the current one
+        seg_lane = Signal(3)                     # lane of the current pixel's segment
         row_lane = Signal(3)                     # lane of the current row's first segment
         m.d.comb += self.busy.eq(busy)
 
@@ -136,7 +136,7 @@ class StoreUnit(wiring.Component):
         ]
         with m.If(self.start & ~busy):
             m.d.sync += [busy.eq(1), reading.eq(1), pixel.eq(0), col.eq(0), k.eq(0),
-                         row_lane.eq(cfg.lane)]
+                         row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
             m.d.comb += [fetch.eq(1), fetch_addr.eq(0)]
         with m.If(reading):
             # sums of pixel 0 arrive; read pixel 1 behind them
@@ -147,8 +147,6 @@ class StoreUnit(wiring.Component):
         last_col = col == cfg.out_w - 1
         last_pixel = pixel == pixels - 1
         next_row_lane = (row_lane + cfg.row_step)[:3]
-        pixel_lane = Signal(3)                   # lane of this pixel's segment
-        m.d.comb += pixel_lane.eq(seg_lane)
         flags = Signal(_FLAGS)
         # where the next segment starts, when this element ends one
         m.d.comb += [
@@ -160,7 +158,7 @@ class StoreUnit(wiring.Component):
             with m.If(last_pixel):
                 m.d.comb += flags.flush.eq(1)
             with m.Elif(cfg.pixel_segments & ~last_col):
-                m.d.comb += [flags.flush.eq(1), flags.lane.eq(pixel_lane + cfg.pixel_step)]
+                m.d.comb += [flags.flush.eq(1), flags.lane.eq(seg_lane + cfg.pixel_step)]
             with m.Elif(last_col & (cfg.pixel_segments | cfg.row_segments)):
                 m.d.comb += [flags.flush.eq(1), flags.lane.eq(next_row_lane)]
 
@@ -197,8 +195,6 @@ class StoreUnit(wiring.Component):
                     # sums of pixel + 1 were read behind this pixel's; read pixel + 2
                     m.d.sync += row.eq(self.acc_rd.data)
                     m.d.comb += [fetch.eq(1), fetch_addr.eq(pixel + 2)]
-        with m.If(self.start & ~busy):
-            m.d.sync += seg_lane.eq(cfg.lane)
 
         # --- packer ---------------------------------------------------------------------------
         buf = Signal(64)

@@ -20,7 +20,7 @@ gives the error code the status word reports (:class:`ErrorCode`).
 """
 
 import enum
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .formats import BEAT_BITS
 from .precision import Precision
@@ -143,11 +143,6 @@ class Descriptor:
             if not isinstance(value, int) or not low <= value <= high:
                 raise ValueError(f"descriptor field {name} = {value!r} does not fit "
                                  f"{'signed' if is_signed else 'unsigned'} {width} bits")
-
-    def replace(self, **changes):
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        return Descriptor(**values)
 
     def encode(self):
         """-> list of :data:`DESCRIPTOR_BEATS` unsigned 64-bit beats."""

@@ -44,6 +44,7 @@ __all__ = [
     "depthwise_conv2d_tiled",
     "fully_connected_tiled",
     "row_tile",
+    "tile_bounds",
 ]
 
 ACC_BITS = 32
@@ -253,7 +254,7 @@ def row_tile(out_rows, in_height, kernel, stride, pad_top, pad_bottom):
     return in_r0, in_r1, in_r0 - first, bottom
 
 
-def _bounds(splits, total):
+def tile_bounds(splits, total):
     """Tile boundaries from split points: strictly increasing, inside ``(0, total)``."""
     splits = [int(s) for s in splits]
     if any(b <= a for a, b in itertools.pairwise(splits)) or any(
@@ -269,13 +270,13 @@ def _conv_like_tiled(accelerator, x, w_tile, c_out, c_in, qblock, cmd, out_hw, *
     out = np.zeros((ho, wo, c_out), np.int64)
     top, bottom, left, right = cmd.padding
     kh = cmd.kernel[0]
-    for o0, o1 in _bounds(out_splits, c_out):
+    for o0, o1 in tile_bounds(out_splits, c_out):
         q = qblock.select(o0, o1)
-        for r0, r1 in _bounds(row_splits, ho):
+        for r0, r1 in tile_bounds(row_splits, ho):
             in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), x.shape[0], kh, cmd.stride[0],
                                                      top, bottom)
             # a depthwise tile's input channels are its output channels
-            tiles = [(o0, o1)] if depthwise else _bounds(in_splits, c_in)
+            tiles = [(o0, o1)] if depthwise else tile_bounds(in_splits, c_in)
             for k, (i0, i1) in enumerate(tiles):
                 tile_cmd = Command(cmd.precision, cmd.out_bits, cmd.kernel, cmd.stride,
                                    (t_top, t_bottom, left, right), cmd.pad_value,
@@ -331,8 +332,8 @@ def fully_connected_tiled(x, w, qblock, cmd, *, out_splits=(), in_splits=(),
         raise InvocationError(f"input tiles must be multiples of {lanes}")
     accelerator = FCAccelerator(limits)
     out = np.zeros(w.shape[0], np.int64)
-    for o0, o1 in _bounds(out_splits, w.shape[0]):
-        tiles = _bounds(in_splits, w.shape[1])
+    for o0, o1 in tile_bounds(out_splits, w.shape[0]):
+        tiles = tile_bounds(in_splits, w.shape[1])
         for k, (i0, i1) in enumerate(tiles):
             tile_cmd = Command(cmd.precision, cmd.out_bits, acc_flag=k > 0,
                                q_flag=k == len(tiles) - 1)

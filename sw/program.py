@@ -12,34 +12,25 @@ The same :class:`Program` runs on the socket golden model (:meth:`Program.run_go
 the RTL (the cocotb testbench loads :attr:`Program.memory` into its AXI memory).
 """
 
-import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
-from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, Op
+from hls_ref.descriptor import DESCRIPTOR_BYTES, OUT_WIDTH_CODES, Descriptor, Op
 from hls_ref.formats import TensorLayout, conv_weight_blob
-from hls_ref.invocation import row_tile
+from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel
 
 __all__ = ["Program", "ProgramError", "conv2d_program"]
 
-OUT_WIDTH_CODE = {4: 0, 8: 1, 16: 2}
+OUT_WIDTH_CODE = {bits: code for code, bits in OUT_WIDTH_CODES.items()}
 _ALIGN = 64
 
 
 class ProgramError(ValueError):
     """A tiling the accelerator cannot address (the message says which tile and why)."""
-
-
-def _bounds(splits, total):
-    points = [0, *sorted(int(s) for s in splits), total]
-    if any(b <= a for a, b in itertools.pairwise(points)):
-        raise ProgramError(f"tile splits {tuple(splits)} must increase strictly within "
-                           f"(0, {total})")
-    return list(itertools.pairwise(points))
 
 
 @dataclass
@@ -85,8 +76,7 @@ class _Image:
         self.regions = {}
 
     def place(self, name, data):
-        data = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) \
-            else data.view(np.uint8).ravel()
+        data = data.view(np.uint8).ravel()
         addr = -(-self.top // _ALIGN) * _ALIGN
         self.chunks.append((addr, data))
         self.regions[name] = (addr, len(data))
@@ -147,10 +137,10 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
                            f"channels at {p.label}")
 
     image = _Image(base, guard)
-    in_tiles = _bounds(in_splits, c)
-    out_blocks = [(b, min(b + pes, o1)) for o0, o1 in _bounds(out_splits, o)
+    in_tiles = tile_bounds(in_splits, c)
+    out_blocks = [(b, min(b + pes, o1)) for o0, o1 in tile_bounds(out_splits, o)
                   for b in range(o0, o1, pes)]
-    count = len(out_blocks) * len(_bounds(row_splits, ho)) * len(in_tiles)
+    count = len(out_blocks) * len(tile_bounds(row_splits, ho)) * len(in_tiles)
     desc_addr = image.reserve("descriptors", count * DESCRIPTOR_BYTES)
     in_addr = image.place("input", in_layout.pack(x))
     blobs, qblocks = {}, {}
@@ -168,7 +158,7 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
                                f"at {ob}-bit outputs")
         # the block holding the last channel also writes the layout's channel filler
         seg = (out_layout.channel_stride - b0) if b1 == o else b1 - b0
-        for r0, r1 in _bounds(row_splits, ho):
+        for r0, r1 in tile_bounds(row_splits, ho):
             in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), h, kh, sh, top, bottom)
             for k, (i0, i1) in enumerate(in_tiles):
                 descriptors.append(Descriptor(

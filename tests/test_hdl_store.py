@@ -5,6 +5,7 @@ strobes, give exactly the golden model's memory image (every output width, pixel
 segments, half-byte pixels, filler channels), under random back-pressure."""
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -145,12 +146,12 @@ def _custom_descriptors():
                                    stride=(1, 1), pad=(1, 1, 1, 1))
     program = conv2d_program(x, w, qb, cmd)
     d = program.descriptors[0]
-    yield "pixel-stride-12", program, d.replace(out_pixel_stride=12, out_seg=4,
+    yield "pixel-stride-12", program, replace(d, out_pixel_stride=12, out_seg=4,
                                                 out_row_stride=12 * 6 + 4)
     x, w, qb, cmd, _ = random_conv(rng, Precision.A4W4, 4, cout=1, size=(4, 7), kernel=(3, 3),
                                    stride=(1, 1), pad=(1, 1, 1, 1))
     program = conv2d_program(x, w, qb, cmd)
-    yield "merged-nibble-rows", program, program.descriptors[0].replace(out_row_stride=8)
+    yield "merged-nibble-rows", program, replace(program.descriptors[0], out_row_stride=8)
 
 
 @pytest.mark.parametrize("name,program,desc", list(_custom_descriptors()),

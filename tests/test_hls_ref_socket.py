@@ -2,6 +2,8 @@
 ``sw.program`` compute the layer exactly, touch nothing outside their output region, and stop
 with the documented error code on every invalid field or bus error."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -201,7 +203,7 @@ INVALID = {
 @pytest.mark.parametrize("code", list(INVALID), ids=lambda c: c.name)
 def test_invalid_descriptor_stops_the_list_without_writing(code):
     program = _two_command_program()
-    bad = program.descriptors[1].replace(**INVALID[code])
+    bad = replace(program.descriptors[1], **INVALID[code])
     assert check(bad, DEFAULT_CONFIG, acc_shape=None) == code
     addr = program.desc_addr + DESCRIPTOR_BYTES
     program.memory[addr:addr + DESCRIPTOR_BYTES] = np.frombuffer(bad.to_bytes(), np.uint8)
@@ -227,13 +229,13 @@ def test_layout_rules():
     for change in (dict(in_pixel_stride=3), dict(in_c=9), dict(w_addr=d.w_addr + 4),
                    dict(q_addr=d.q_addr + 2), dict(out_seg=9), dict(out_c=8, out_seg=4),
                    dict(in_row_stride=d.in_row_stride + 1)):
-        assert check(d.replace(**change), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT, change
+        assert check(replace(d, **change), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT, change
     assert check(d, DEFAULT_CONFIG) == ErrorCode.NONE
-    narrow = d.replace(precision=Precision.A4W4.value, in_c=1, in_pixel_stride=1)
+    narrow = replace(d, precision=Precision.A4W4.value, in_c=1, in_pixel_stride=1)
     assert check(narrow, DEFAULT_CONFIG) == ErrorCode.NONE
-    assert check(narrow.replace(in_addr=d.in_addr + 2), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT
+    assert check(replace(narrow, in_addr=d.in_addr + 2), DEFAULT_CONFIG) == ErrorCode.BAD_LAYOUT
     small = AcceleratorConfig(precisions=("a8w8",))
-    assert check(d.replace(precision=Precision.A4W4.value), small) == ErrorCode.BAD_PRECISION
+    assert check(replace(d, precision=Precision.A4W4.value), small) == ErrorCode.BAD_PRECISION
 
 
 def test_bad_quantization_block_and_bus_errors():
