@@ -117,11 +117,12 @@ class InputLoader(wiring.Component):
         for k in range(LANES):
             m.d.comb += self.wr.words[k].eq(words[k])
         with m.If(self.beats.valid):
-            m.d.sync += [ptr.eq(ptr + count), row_px.eq(row_px + count)]
+            # a row ends with its last pixel: at the end of its segment, or -- when contiguous
+            # rows were merged into one segment -- at a beat boundary inside it
+            m.d.sync += [ptr.eq(ptr + count),
+                         row_px.eq(Mux(row_px + count == cfg.in_w, 0, row_px + count))]
             with m.If(cfg.narrow):
                 m.d.sync += sub.eq(Mux(take, 0, sub + 1))
-                with m.If(take & beat.seg_last):
-                    m.d.sync += row_px.eq(0)
         return m
 
 

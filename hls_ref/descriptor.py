@@ -22,14 +22,19 @@ gives the error code the status word reports (:class:`ErrorCode`).
 import enum
 from dataclasses import dataclass
 
+from .dma import SEG_BYTES_WIDTH
 from .formats import BEAT_BITS
 from .precision import Precision
 
-__all__ = ["DESCRIPTOR_BEATS", "DESCRIPTOR_BYTES", "FIELDS", "OUT_WIDTH_CODES", "Descriptor",
-           "ErrorCode", "Geometry", "Op", "check", "geometry", "input_mode"]
+__all__ = ["DESCRIPTOR_BEATS", "DESCRIPTOR_BYTES", "FIELDS", "MAX_SEGMENT_BYTES",
+           "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "Geometry", "Op", "check", "geometry",
+           "input_mode"]
 
 DESCRIPTOR_BEATS = 8
 DESCRIPTOR_BYTES = DESCRIPTOR_BEATS * BEAT_BITS // 8
+
+#: Longest output segment (one DMA segment: a pixel, or a row of contiguous pixels), bytes.
+MAX_SEGMENT_BYTES = (1 << SEG_BYTES_WIDTH) - 1
 
 #: ``out_width`` field code -> output element width in bits (code 3 is invalid).
 OUT_WIDTH_CODES = {0: 4, 1: 8, 2: 16}
@@ -228,9 +233,10 @@ def _layout_ok(desc, geo):
         return False
     if desc.out_seg == desc.out_pixel_stride:
         # pixels are contiguous: each row is one segment, padded with zeros to a whole byte
-        row_bits = geo.out_w * desc.out_seg * ob
-        return -(-row_bits // 8) * 8 <= desc.out_row_stride * ob
-    return (desc.out_pixel_stride * ob) % 8 == 0 and (desc.out_seg * ob) % 8 == 0
+        row_bytes = -(-geo.out_w * desc.out_seg * ob // 8)
+        return row_bytes * 8 <= desc.out_row_stride * ob and row_bytes <= MAX_SEGMENT_BYTES
+    return ((desc.out_pixel_stride * ob) % 8 == 0 and (desc.out_seg * ob) % 8 == 0
+            and desc.out_seg * ob // 8 <= MAX_SEGMENT_BYTES)
 
 
 def check(desc, config, acc_shape=None):

@@ -12,8 +12,10 @@ failing command and everything after it write nothing (an AXI write error may le
 failing command's own output region partly written). The list then stops with
 ``STATUS.error``, the code and the index of the failing descriptor.
 
-Loads and stores are the DMA requests of :func:`hls_ref.dma.dma_request`; the byte counters
-count whole beats of those requests.
+Loads and stores are the DMA requests of :func:`hls_ref.dma.dma_request`. ``BYTES_READ``
+counts whole beats of the descriptor fetches and loads, ``BYTES_WRITTEN`` the bytes of the
+stores; both include the transfers of a failing command, which the hardware completes even
+when memory answers with an error.
 """
 
 from dataclasses import dataclass, field
@@ -214,8 +216,9 @@ class SocketModel:
         status = Status()
         for index in range(count):
             try:
-                raw = mem.read_bytes(desc_addr + index * DESCRIPTOR_BYTES, DESCRIPTOR_BYTES)
+                # a transfer counts whether or not it ends in an error response
                 status.bytes_read += DESCRIPTOR_BYTES
+                raw = mem.read_bytes(desc_addr + index * DESCRIPTOR_BYTES, DESCRIPTOR_BYTES)
                 desc = Descriptor.from_bytes(raw)
                 code = check(desc, self.config, self.acc_shape)
                 if code != ErrorCode.NONE:
@@ -235,10 +238,11 @@ class SocketModel:
         geo = geometry(desc)
         p, pes = geo.precision, self.config.pes
         x_req, w_req, q_req = load_requests(desc, self.config)
-        for req in (x_req, w_req, q_req):
-            if req is not None:
-                mem.read_request(req)
-                status.bytes_read += BEAT_BYTES * len(req.beats())
+        loads = [req for req in (x_req, w_req, q_req) if req is not None]
+        # the hardware reads every beat of the three loads, erroneous or not
+        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+        for req in loads:
+            mem.read_request(req)
 
         x = _input_tile(mem, desc)
 
@@ -259,9 +263,9 @@ class SocketModel:
         if y is None:
             return
         store = store_request(desc)
+        status.bytes_written += store.bytes
         mem.check_write(store)
         _store_tile(mem, desc, y)
-        status.bytes_written += store.bytes
         status.outputs.append((index, y[..., :desc.out_c]))
 
     def _qblock(self, mem, desc, q_req, pes):

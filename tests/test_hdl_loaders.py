@@ -61,11 +61,16 @@ def _programs():
              (Precision.A4W4, dict(cin=10)), (Precision.A8W8, dict(cin=1)),
              (Precision.A4W4, dict(cin=1)), (Precision.A4W4, dict(cin=2)),
              (Precision.A8W4, dict(cin=16)), (Precision.A16W8, dict(cin=5))]
+    # rows of 16 one-channel pixels fill whole beats: the DMA merges contiguous rows into one
+    # segment and the loader must find the row ends inside it
+    cases += [(Precision.A8W8, dict(cin=1, size=(5, 16))),
+              (Precision.A4W4, dict(cin=1, size=(5, 16)))]
     for precision, kw in cases:
-        x, w, qb, cmd, _ = random_conv(rng, precision, 8, size=(6, 11), kernel=(3, 3),
-                                       stride=(1, 1), **kw)
+        kw = {"size": (6, 11), **kw}
+        x, w, qb, cmd, _ = random_conv(rng, precision, 8, kernel=(3, 3), stride=(1, 1), **kw)
         splits = (precision.lanes * 2,) if kw["cin"] > 2 * precision.lanes else ()
-        yield precision.label, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits)
+        name = f"{precision.label}_c{kw['cin']}_w{kw['size'][1]}"
+        yield name, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits)
 
 
 @pytest.mark.parametrize("name,program", list(_programs()), ids=lambda v: v
