@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 from .params import check_int
 from .requant import Requantizer
 
-__all__ = ["StoreUnit", "store_config_layout"]
+__all__ = ["StoreUnit", "store_config_layout", "store_quant_layout"]
 
 _DIM = 16
 _ACC = 32
@@ -54,7 +54,9 @@ def store_config_layout():
     })
 
 
-def _quant_layout(pes):
+def store_quant_layout(pes):
+    """The requantization parameters of one output tile: the output ``zero_point``, the final
+    clamp ``low``/``high`` and per-PE ``multiplier`` and ``shift``."""
     return data.StructLayout({
         "zero_point": signed(16),
         "low": signed(16),
@@ -101,7 +103,7 @@ class StoreUnit(wiring.Component):
         super().__init__({
             "start": In(1),
             "cfg": In(store_config_layout()),
-            "q": In(_quant_layout(pes)),
+            "q": In(store_quant_layout(pes)),
             "acc_rd": In(memory.ReadPort.Signature(
                 addr_width=_bits(acc_rows) + 1, shape=data.ArrayLayout(signed(_ACC), pes))),
             "beats": Out(stream.Signature(unsigned(64))),

@@ -1,0 +1,750 @@
+"""The 2D-convolution accelerator: register bank, command sequencer, DMA, PLMs and datapath.
+
+The host starts a descriptor list through the registers (``docs/accelerator.md``); the
+accelerator then runs it without help. Three stages work on different commands at once:
+
+* **front end** -- fetches descriptor ``i`` (one 8-beat DMA read), checks it in the order of
+  :func:`hls_ref.descriptor.check` and derives everything the other blocks need (core command,
+  DMA requests, store geometry) with one shared multiplier over a few cycles; then, once an
+  operand bank is free, loads the input tile, the weight blob and the quantization block into
+  that bank (three DMA reads in flight back to back, their beats routed by tag);
+* **compute** -- runs the core (:class:`hdl.conv_core.ConvCore`) on the oldest loaded
+  command, into an accumulator bank that no store is reading;
+* **store** -- requantizes and writes each finished output tile (:class:`hdl.store.StoreUnit`
+  into the DMA writer) and retires commands in order.
+
+Input and weight PLMs and the quantization registers have two banks that alternate per
+command, so the loads of command ``i+1`` overlap the compute of command ``i``. The accumulator
+PLM has two banks that alternate per output tile (a command with ``acc_flag`` adds to the bank
+of the previous one), so the store of tile ``i-1`` overlaps the compute of tile ``i``.
+
+Errors follow :mod:`hls_ref.socket`: the front end stops at the first failing descriptor,
+commands before it complete (stores included), and the list ends with the error code and
+index once the pipeline has drained. A write error response stops every later command.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
+from hls_ref.descriptor import (
+    DESCRIPTOR_BEATS,
+    DESCRIPTOR_BYTES,
+    FIELDS,
+    MAX_SEGMENT_BYTES,
+    ErrorCode,
+    Op,
+)
+from hls_ref.precision import Precision
+from hls_ref.registers import register_map
+
+from .axi import AXI4LiteSignature, AXI4Signature
+from .conv_core import ConvCore, core_command_layout
+from .csr import DATA_WIDTH, CsrBank
+from .dma import BEAT_BYTES, Dma, dma_request_layout
+from .loaders import InputLoader, QuantLoader, WeightLoader
+from .plm import InputPLM
+from .store import StoreUnit, store_config_layout, store_quant_layout
+
+__all__ = ["Conv2DAccelerator", "conv2d_accelerator", "descriptor_layout"]
+
+_ADDR_WIDTH = 32
+_TAG_WIDTH = 2
+_TAG_DESC, _TAG_INPUT, _TAG_WEIGHTS, _TAG_QUANT = range(4)
+_MUL_WIDTH = 18                       # operands of the front end's shared multiplier
+
+
+def _bits(count):
+    return max(1, (count - 1).bit_length())
+
+
+def descriptor_layout():
+    """The descriptor's fields (:data:`hls_ref.descriptor.FIELDS`) over its eight beats."""
+    return data.FlexibleLayout(DESCRIPTOR_BEATS * 8 * BEAT_BYTES, {
+        name: data.Field(signed(width) if is_signed else unsigned(width), 64 * beat + lsb)
+        for name, beat, lsb, width, is_signed, _ in FIELDS})
+
+
+def _command_layout(in_words):
+    """A checked command on its way from the front end through compute to the store."""
+    return data.StructLayout({
+        "index": unsigned(32),
+        "core": core_command_layout(in_words),
+        "q_flag": unsigned(1),
+        "relu": unsigned(1),
+        "store": store_config_layout(),
+        "store_req": dma_request_layout(_ADDR_WIDTH),
+    })
+
+
+def _store_record_layout():
+    """A computed command waiting for the store stage to write (or just retire) it."""
+    return data.StructLayout({
+        "index": unsigned(32),
+        "q_flag": unsigned(1),
+        "store": store_config_layout(),
+        "store_req": dma_request_layout(_ADDR_WIDTH),
+    })
+
+
+class Conv2DAccelerator(wiring.Component):
+    """The conv2d accelerator of one build (see the module docstring).
+
+    Parameters
+    ----------
+    config : AcceleratorConfig
+        The build: PEs, PLM banks, limits, precisions (``hls_ref.config``). The register
+        map's constants and the hardware checks come from it.
+    pe_stages : int
+        Pipeline stages of the ST multipliers.
+    requant_stages : int or None
+        Pipeline stages of the requantizer (its default if None).
+    max_burst, max_outstanding : int
+        DMA burst length (beats) and bursts in flight per direction.
+
+    Members
+    -------
+    csr : ``In(AXI4LiteSignature(addr_width=12, data_width=32))``
+        Registers (``hls_ref.registers``).
+    bus : ``Out(AXI4Signature(addr_width=32, data_width=64))``
+        External memory.
+    irq : ``Out(1)``
+        ``CTRL.irq_enable & (STATUS.done | STATUS.error)``.
+    """
+
+    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=2, requant_stages=None,
+                 max_burst=16, max_outstanding=4):
+        if not isinstance(config, AcceleratorConfig):
+            raise TypeError(f"config must be an AcceleratorConfig, not {config!r}")
+        self._check_config(config)
+        self._config = config
+        self._pe_stages = pe_stages
+        self._requant_stages = requant_stages
+        self._max_burst = max_burst
+        self._max_outstanding = max_outstanding
+        self._regmap = register_map(config, "conv2d")
+        super().__init__({
+            "csr": In(AXI4LiteSignature(addr_width=self._regmap.addr_width,
+                                        data_width=DATA_WIDTH)),
+            "bus": Out(AXI4Signature(addr_width=_ADDR_WIDTH, data_width=8 * BEAT_BYTES)),
+            "irq": Out(1),
+        })
+
+    @staticmethod
+    def _check_config(config):
+        """Refuse builds the RTL cannot implement, naming the limit."""
+        pes = config.pes
+        problems = []
+        if pes % 4:
+            problems.append(f"pes ({pes}) must be a multiple of 4 (one beat holds 4 weights)")
+        if config.plm_w_words % pes or config.plm_acc_words % pes:
+            problems.append("plm_w_words and plm_acc_words must be multiples of pes")
+        if config.plm_in_words % 4:
+            problems.append("plm_in_words must be a multiple of 4")
+        if 2 * max(config.plm_in_words, config.plm_w_words) > MAX_SEGMENT_BYTES:
+            problems.append("an input or weight bank must fit one DMA segment "
+                            f"({MAX_SEGMENT_BYTES} bytes)")
+        if config.max_stride > 2:
+            problems.append(f"max_stride ({config.max_stride}) above 2")
+        if max(config.max_kernel) > 15:
+            problems.append("max_kernel above 15 (4-bit descriptor fields)")
+        if config.max_width >= 1 << 16:
+            problems.append("max_width must fit 16 bits")
+        if not config.double_buffer:
+            problems.append("the RTL is always double-buffered (double_buffer=True)")
+        if problems:
+            raise ValueError("unsupported conv2d build: " + "; ".join(problems))
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def regmap(self):
+        return self._regmap
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        pes = config.pes
+        in_words = config.plm_in_words
+        w_rows = config.plm_w_words // pes
+        acc_rows = config.plm_acc_words // pes
+        w_bits, acc_bits = _bits(w_rows), _bits(acc_rows)
+
+        # --- blocks ---------------------------------------------------------------------------
+        m.submodules.csr = csr = CsrBank(self._regmap)
+        wiring.connect(m, wiring.flipped(self.csr), csr.bus)
+        m.submodules.dma = dma = Dma(addr_width=_ADDR_WIDTH, max_burst=self._max_burst,
+                                     max_outstanding=self._max_outstanding,
+                                     tag_width=_TAG_WIDTH)
+        wiring.connect(m, wiring.flipped(self.bus), dma.bus)
+        m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
+                                            acc_rows=acc_rows, precisions=config.precisions,
+                                            stages=self._pe_stages)
+        m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
+                                               requant_stages=self._requant_stages)
+        m.submodules.in_plm = in_plm = InputPLM(words=in_words)
+        m.submodules.in_loader = x_loader = InputLoader(words=in_words)
+        m.submodules.w_loader = w_loader = WeightLoader(pes=pes, rows=w_rows)
+        q_loaders = [QuantLoader(pes=pes) for _ in range(2)]
+        m.submodules.q_loader0, m.submodules.q_loader1 = q_loaders
+
+        # input PLM: loader writes, core reads
+        m.d.comb += [
+            in_plm.wr.eq(x_loader.wr),
+            in_plm.wr_en.eq(x_loader.wr_en),
+            in_plm.rd.addr.eq(core.in_rd.addr),
+            in_plm.rd.en.eq(core.in_rd.en),
+            core.in_rd.data.eq(in_plm.rd.data),
+        ]
+        # weight PLM: one row of ``pes`` words, written four words (one beat) at a time
+        m.submodules.w_plm = w_plm = memory.Memory(shape=unsigned(16 * pes),
+                                                   depth=2 << w_bits, init=[])
+        w_wr, w_rd = w_plm.write_port(granularity=16), w_plm.read_port()
+        m.d.comb += [
+            w_wr.addr.eq(w_loader.wr_addr),
+            w_wr.data.eq(w_loader.wr_data),
+            w_wr.en.eq(w_loader.wr_en),
+            w_rd.addr.eq(core.w_rd.addr),
+            w_rd.en.eq(core.w_rd.en),
+            core.w_rd.data.eq(w_rd.data),
+        ]
+
+        # --- command records between the stages ---------------------------------------------
+        layout = _command_layout(in_words)
+        dec = Signal(layout)             # front end: the command being checked and loaded
+        pend = Signal(layout)            # loaded, waiting for the core
+        pend_valid = Signal()
+        comp = Signal(layout)            # in the core
+        comp_active = Signal()           # from core start until handed to the store stage
+        comp_finished = Signal()         # the core is done; waiting for room in the store queue
+        core_go = Signal()
+        bank_full = Signal(2)            # operand banks holding a loaded, uncomputed command
+        acc_busy = Signal(2)             # accumulator banks waiting for or being stored
+        acc_cur = Signal()               # accumulator bank of the latest computed command
+        write_fail = Signal()            # a store got an error response: stop everything
+
+        # --- registers ------------------------------------------------------------------------
+        def port(reg, field):
+            return csr.field_port(reg, field)
+
+        running = Signal()
+        start = port("CTRL", "start") & ~running
+        status_done_set = Signal()
+        status_error_set = Signal()
+        err_code = Signal(8)
+        err_index = Signal(32)
+        progress = Signal(32)
+        counters = {name: Signal(64, name=f"count_{name.lower()}")
+                    for name in ("CYCLES", "MAC_CYCLES", "BYTES_READ", "BYTES_WRITTEN")}
+        m.d.comb += [
+            port("STATUS", "busy").eq(running),
+            csr.set_port("STATUS", "done").eq(status_done_set),
+            csr.set_port("STATUS", "error").eq(status_error_set),
+            port("STATUS", "code").eq(err_code),
+            port("ERR_INDEX", "value").eq(err_index),
+            port("PROGRESS", "value").eq(progress),
+            port("TILES", "value").eq(progress),
+            self.irq.eq(port("CTRL", "irq_enable")
+                        & (port("STATUS", "done") | port("STATUS", "error"))),
+        ]
+        for name, counter in counters.items():
+            m.d.comb += [port(f"{name}_LO", "value").eq(counter[:32]),
+                         port(f"{name}_HI", "value").eq(counter[32:])]
+
+        # counters: cleared by a start, counting while the list runs
+        bus = dma.bus
+        read_beat = dma.rd_data.valid & dma.rd_data.ready
+        written = Signal(4)
+        m.d.comb += written.eq(sum(bus.wstrb[k] for k in range(BEAT_BYTES)))
+        with m.If(start):
+            m.d.sync += [c.eq(0) for c in counters.values()]
+            m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
+        with m.Elif(running):
+            m.d.sync += [
+                counters["CYCLES"].eq(counters["CYCLES"] + 1),
+                counters["MAC_CYCLES"].eq(counters["MAC_CYCLES"] + core.mac),
+                counters["BYTES_READ"].eq(counters["BYTES_READ"]
+                                          + Mux(read_beat, BEAT_BYTES, 0)),
+                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"]
+                                             + Mux(bus.wvalid & bus.wready, written, 0)),
+            ]
+
+        # --- DMA read side: one request register, beats routed by tag -------------------------
+        req_valid = Signal()
+        req = Signal(dma.rd_req.payload.shape())
+        rd_pending = Signal(3)           # read requests issued whose completion has not come
+        rd_err = Signal()                # an error response since the front end last cleared
+        issued = req_valid & dma.rd_req.ready
+        m.d.comb += [
+            dma.rd_req.valid.eq(req_valid),
+            dma.rd_req.payload.eq(req),
+            dma.rd_done.ready.eq(1),
+        ]
+        with m.If(issued):
+            m.d.sync += req_valid.eq(0)
+        m.d.sync += rd_pending.eq(rd_pending + issued - dma.rd_done.valid)
+        with m.If(dma.rd_done.valid & dma.rd_done.payload.err):
+            m.d.sync += rd_err.eq(1)
+
+        beat = dma.rd_data.payload
+        f_bank = Signal()                # operand bank the front end loads next
+        loaders = [(x_loader, beat.tag == _TAG_INPUT), (w_loader, beat.tag == _TAG_WEIGHTS)]
+        loaders += [(q_loaders[k], (beat.tag == _TAG_QUANT) & (f_bank == k)) for k in range(2)]
+        for loader, selected in loaders:
+            target = loader.beats.payload
+            m.d.comb += [
+                loader.beats.valid.eq(dma.rd_data.valid & selected),
+                target.data.eq(beat.data), target.lo.eq(beat.lo), target.hi.eq(beat.hi),
+                target.seg_last.eq(beat.seg_last), target.last.eq(beat.last),
+                target.err.eq(beat.err),
+            ]
+        m.d.comb += dma.rd_data.ready.eq(Mux(beat.tag == _TAG_INPUT, x_loader.beats.ready, 1))
+        desc_raw = Signal(DESCRIPTOR_BEATS * 8 * BEAT_BYTES)
+        with m.If(dma.rd_data.valid & (beat.tag == _TAG_DESC)):
+            m.d.sync += desc_raw.eq(Cat(desc_raw[8 * BEAT_BYTES:], beat.data))
+        d = data.View(descriptor_layout(), desc_raw)
+
+        # --- front end --------------------------------------------------------------------------
+        f_index = Signal(32)
+        f_addr = Signal(_ADDR_WIDTH)
+        f_count = Signal(32)
+        f_error = Signal()               # the front end stopped on a failing descriptor
+        f_code = Signal(8)
+        acc_valid = Signal()             # the accumulators hold partial sums of shape acc_h x w
+        acc_h = Signal(16)
+        acc_w = Signal(16)
+
+        # decode: single-cycle checks (codes 1-10) and shifts
+        prec = d.precision
+        lane_shift = Mux(prec == Precision.A4W4.value, 2,
+                         Mux((prec == Precision.A8W8.value) | (prec == Precision.A8W4.value),
+                             1, 0))
+        act_shift = 4 - lane_shift                     # log2(act_bits)
+        supported = Const(sum(1 << p.value for p in config.precisions), 8)
+        max_kh, max_kw = config.max_kernel
+        early = Const(0, 8)
+        for code, failed in reversed([
+            (ErrorCode.BAD_OP, d.op != Op.CONV2D),
+            (ErrorCode.BAD_PRECISION, ~supported.bit_select(prec, 1)),
+            (ErrorCode.BAD_OUT_WIDTH, d.out_width == 3),
+            (ErrorCode.ZERO_DIM, (d.in_h == 0) | (d.in_w == 0) | (d.in_c == 0)
+             | (d.out_c == 0) | (d.out_seg == 0)),
+            (ErrorCode.BAD_KERNEL, (d.kernel_h == 0) | (d.kernel_h > max_kh)
+             | (d.kernel_w == 0) | (d.kernel_w > max_kw)),
+            (ErrorCode.BAD_STRIDE, (d.stride_h == 0) | (d.stride_h > config.max_stride)
+             | (d.stride_w == 0) | (d.stride_w > config.max_stride)),
+            (ErrorCode.BAD_PADDING, (d.pad_top >= d.kernel_h) | (d.pad_bottom >= d.kernel_h)
+             | (d.pad_left >= d.kernel_w) | (d.pad_right >= d.kernel_w)),
+            (ErrorCode.TOO_MANY_CHANNELS, d.out_c > pes),
+            (ErrorCode.ROW_TOO_WIDE, d.in_w > config.max_width),
+            (ErrorCode.TILE_TOO_SMALL, (d.in_h + d.pad_top + d.pad_bottom < d.kernel_h)
+             | (d.in_w + d.pad_left + d.pad_right < d.kernel_w)),
+        ]):
+            early = Mux(failed, code, early)
+
+        # values the decode steps keep
+        groups = Signal(17)
+        out_h = Signal(18)
+        out_w = Signal(18)
+        a_shift = Signal(3)
+        o_shift = Signal(3)
+        hw = Signal(36)                  # in_h * in_w
+        x_words = Signal(36)             # in_h * in_w * groups
+        w_need = Signal(36)              # kernel_h * kernel_w * groups (weight rows)
+        o_pix = Signal(36)               # out_h * out_w
+        o_row = Signal(36)               # out_w * out_seg (elements of a contiguous row)
+        gw = Signal(36)                  # groups * in_w
+        x_block = Signal(36)
+        s_block = Signal(36)
+        mul_a = Signal(_MUL_WIDTH)
+        mul_b = Signal(_MUL_WIDTH)
+        product = Signal(2 * _MUL_WIDTH)
+        m.d.comb += product.eq(mul_a * mul_b)
+
+        # input addressing (act_bits = 1 << a_shift)
+        p_bits = Signal(36)
+        r_bits = Signal(36)
+        m.d.comb += [p_bits.eq(d.in_pixel_stride << a_shift),
+                     r_bits.eq(d.in_row_stride << a_shift)]
+        words_mode = (p_bits[:4] == 0) & (d.in_pixel_stride != 0)
+        narrow = (p_bits == 4) | (p_bits == 8)
+        nibble = p_bits == 4
+        x_row_bytes = Mux(nibble, (d.in_w + 1) >> 1, d.in_w)       # narrow rows
+        x_istride = p_bits[3:35]
+        x_ostride = r_bits[3:35]
+        x_merge1 = ~narrow & (d.in_w > 1) & (x_istride == (groups << 1)) \
+            & ((gw << 1) <= MAX_SEGMENT_BYTES)
+        x_seg1 = Mux(narrow, x_row_bytes, Mux(x_merge1, gw << 1, groups << 1))
+        x_inner1 = Mux(narrow | x_merge1, 1, d.in_w)
+        x_merge2 = (x_inner1 == 1) & (d.in_h > 1) & (x_ostride == x_seg1) \
+            & (x_block <= MAX_SEGMENT_BYTES)
+
+        # output addressing (out_bits = 1 << o_shift)
+        or_bits = Signal(36)
+        op_bits = Signal(36)
+        seg_bits = Signal(36)
+        m.d.comb += [or_bits.eq(d.out_row_stride << o_shift),
+                     op_bits.eq(d.out_pixel_stride << o_shift),
+                     seg_bits.eq(d.out_seg << o_shift)]
+        row_mode = d.out_seg == d.out_pixel_stride
+        o_row_bytes = Signal(36)
+        m.d.comb += o_row_bytes.eq(((o_row << o_shift) + 7) >> 3)
+        s_seg = Mux(row_mode, o_row_bytes, seg_bits >> 3)
+        s_inner = Mux(row_mode, 1, out_w)
+        s_ostride = or_bits[3:35]
+        s_merge = (s_inner == 1) & (out_h > 1) & (s_ostride == s_seg) \
+            & (s_block <= MAX_SEGMENT_BYTES)
+
+        layout_bad = (
+            ~(words_mode | narrow) | (d.in_c > d.in_pixel_stride)
+            | (words_mode & (d.in_addr[0] | (r_bits[:4] != 0)))
+            | (narrow & ((d.in_addr[:3] != 0) | (r_bits[:6] != 0)))
+            | (d.w_addr[:3] != 0) | (d.q_addr[:3] != 0)
+            | (d.out_c > d.out_seg) | (d.out_seg > d.out_pixel_stride)
+            | (or_bits[:3] != 0)
+            | (row_mode & (((o_row_bytes << 3) > or_bits)
+                           | (o_row_bytes > MAX_SEGMENT_BYTES)))
+            | (~row_mode & ((op_bits[:3] != 0) | (seg_bits[:3] != 0)
+                            | ((seg_bits >> 3) > MAX_SEGMENT_BYTES)))
+        )
+        late = Const(0, 8)
+        for code, failed in reversed([
+            (ErrorCode.INPUT_TOO_LARGE, (hw > in_words) | (x_words > in_words)),
+            (ErrorCode.WEIGHTS_TOO_LARGE, w_need > w_rows),
+            (ErrorCode.OUTPUT_TOO_LARGE, o_pix > acc_rows),
+            (ErrorCode.BAD_LAYOUT, layout_bad),
+            (ErrorCode.ACC_STATE, d.acc_flag & ~(acc_valid & (acc_h == out_h)
+                                                 & (acc_w == out_w))),
+        ]):
+            late = Mux(failed, code, late)
+
+        pad = d.pad_value.as_unsigned()
+        pad_word = Mux(lane_shift == 2, pad[:4].replicate(4),
+                       Mux(lane_shift == 1, pad[:8].replicate(2), pad))
+        load_q = Signal()                # the command loads a quantization block
+        q_bad = Signal()
+        q_regs = [q.q for q in q_loaders]
+        loaded_q = Mux(f_bank, q_regs[1].channels, q_regs[0].channels)
+        loaded_double = Mux(f_bank, q_regs[1].double, q_regs[0].double)
+
+        load_start = Signal()            # the loads of the front end's command begin
+        finish = Signal()                # the list ends this cycle
+
+        def fail(code):
+            return [f_error.eq(1), f_code.eq(code), rd_err.eq(0)]
+
+        with m.FSM(name="front") as front:
+            with m.State("IDLE"):
+                with m.If(start):
+                    m.d.sync += [f_index.eq(0), f_addr.eq(port("DESC_ADDR", "value")),
+                                 f_count.eq(port("DESC_COUNT", "value")), f_error.eq(0),
+                                 f_code.eq(0), rd_err.eq(0)]
+                    m.next = "NEXT"
+            with m.State("NEXT"):
+                with m.If(write_fail | (f_index == f_count)):
+                    m.next = "STOPPED"
+                with m.Else():
+                    m.d.sync += [req_valid.eq(1), req.addr.eq(f_addr),
+                                 req.seg_bytes.eq(DESCRIPTOR_BYTES), req.inner_count.eq(1),
+                                 req.outer_count.eq(1), req.tag.eq(_TAG_DESC)]
+                    m.next = "FETCH"
+            with m.State("FETCH"):
+                with m.If(~req_valid & (rd_pending == 0)):
+                    with m.If(rd_err):
+                        m.d.sync += fail(ErrorCode.AXI_READ)
+                        m.next = "STOPPED"
+                    with m.Else():
+                        m.next = "CHECK"
+            with m.State("CHECK"):
+                m.d.sync += [
+                    f_code.eq(early),
+                    groups.eq((d.in_c + (Const(1, 3) << lane_shift) - 1) >> lane_shift),
+                    out_h.eq(((d.in_h + d.pad_top + d.pad_bottom - d.kernel_h)
+                              >> (d.stride_h == 2)) + 1),
+                    out_w.eq(((d.in_w + d.pad_left + d.pad_right - d.kernel_w)
+                              >> (d.stride_w == 2)) + 1),
+                    a_shift.eq(act_shift),
+                    o_shift.eq(d.out_width + 2),
+                ]
+                m.next = "MUL0"
+            # one product per cycle through the shared multiplier
+            steps = [
+                (d.in_h, d.in_w, hw),
+                (hw, groups, x_words),
+                (d.kernel_h * d.kernel_w, groups, w_need),
+                (out_h, out_w, o_pix),
+                (out_w, d.out_seg, o_row),
+                (groups, d.in_w, gw),
+                (x_seg1, d.in_h, x_block),
+                (s_seg, out_h, s_block),
+            ]
+            for n, (a, b, target) in enumerate(steps):
+                with m.State(f"MUL{n}"):
+                    with m.If((n == 0) & (f_code != 0)):
+                        m.d.sync += fail(f_code)
+                        m.next = "STOPPED"
+                    with m.Else():
+                        m.d.comb += [mul_a.eq(a), mul_b.eq(b)]
+                        m.d.sync += target.eq(product)
+                        m.next = f"MUL{n + 1}" if n + 1 < len(steps) else "DECIDE"
+            with m.State("DECIDE"):
+                with m.If(late != 0):
+                    m.d.sync += fail(late)
+                    m.next = "STOPPED"
+                with m.Else():
+                    core_cmd, st, sreq = dec.core, dec.store, dec.store_req
+                    m.d.sync += [
+                        dec.index.eq(f_index),
+                        dec.q_flag.eq(d.q_flag),
+                        dec.relu.eq(d.relu),
+                        core_cmd.precision.eq(prec),
+                        core_cmd.kernel_h.eq(d.kernel_h), core_cmd.kernel_w.eq(d.kernel_w),
+                        core_cmd.stride_h.eq(d.stride_h), core_cmd.stride_w.eq(d.stride_w),
+                        core_cmd.pad_top.eq(d.pad_top), core_cmd.pad_left.eq(d.pad_left),
+                        core_cmd.in_h.eq(d.in_h), core_cmd.in_w.eq(d.in_w),
+                        core_cmd.groups.eq(groups),
+                        core_cmd.out_h.eq(out_h), core_cmd.out_w.eq(out_w),
+                        core_cmd.pad_word.eq(pad_word),
+                        core_cmd.acc_flag.eq(d.acc_flag),
+                        st.out_h.eq(out_h), st.out_w.eq(out_w),
+                        st.out_c.eq(d.out_c), st.out_seg.eq(d.out_seg),
+                        st.out_bits.eq(d.out_width),
+                        st.lane.eq(d.out_addr[:3]),
+                        st.row_step.eq(or_bits[3:6]),
+                        st.pixel_step.eq(op_bits[3:6]),
+                        st.pixel_segments.eq(~row_mode & (out_w > 1)),
+                        st.row_segments.eq((out_h > 1) & ~s_merge),
+                        st.row_align.eq(row_mode),
+                        sreq.addr.eq(d.out_addr),
+                        sreq.seg_bytes.eq(Mux(s_merge, s_block, s_seg)),
+                        sreq.inner_count.eq(s_inner),
+                        sreq.inner_stride.eq(op_bits[3:35]),
+                        sreq.outer_count.eq(Mux(s_merge, 1, out_h)),
+                        sreq.outer_stride.eq(s_ostride),
+                        # the loads: input tile first
+                        req.addr.eq(d.in_addr),
+                        req.seg_bytes.eq(Mux(x_merge2, x_block, x_seg1)),
+                        req.inner_count.eq(x_inner1),
+                        req.inner_stride.eq(x_istride),
+                        req.outer_count.eq(Mux(x_merge2, 1, d.in_h)),
+                        req.outer_stride.eq(x_ostride),
+                        req.tag.eq(_TAG_INPUT),
+                        load_q.eq(~d.acc_flag | d.q_flag),
+                        x_loader.cfg.narrow.eq(narrow),
+                        x_loader.cfg.nibble.eq(nibble),
+                        x_loader.cfg.in_w.eq(d.in_w),
+                    ]
+                    m.next = "BANK"
+            with m.State("BANK"):
+                with m.If(write_fail):
+                    m.next = "STOPPED"
+                with m.Elif(load_start):
+                    m.d.sync += [req_valid.eq(1), x_loader.cfg.bank.eq(f_bank),
+                                 w_loader.bank.eq(f_bank)]
+                    m.next = "LOAD_X"
+            with m.State("LOAD_X"):
+                with m.If(issued):
+                    m.d.sync += [req_valid.eq(1), req.addr.eq(d.w_addr),
+                                 req.seg_bytes.eq(2 * pes * w_need), req.inner_count.eq(1),
+                                 req.outer_count.eq(1), req.tag.eq(_TAG_WEIGHTS)]
+                    m.next = "LOAD_W"
+            with m.State("LOAD_W"):
+                with m.If(issued):
+                    m.d.sync += [req_valid.eq(load_q), req.addr.eq(d.q_addr),
+                                 req.seg_bytes.eq(BEAT_BYTES * (1 + 2 * d.out_c)),
+                                 req.tag.eq(_TAG_QUANT)]
+                    m.next = "LOAD_Q"
+            with m.State("LOAD_Q"):
+                with m.If(~req_valid & (rd_pending == 0)):
+                    m.d.sync += q_bad.eq(load_q & ((loaded_q != d.out_c) | loaded_double))
+                    m.next = "LOADED"
+            with m.State("LOADED"):
+                with m.If(rd_err):
+                    m.d.sync += fail(ErrorCode.AXI_READ)
+                    m.next = "STOPPED"
+                with m.Elif(q_bad):
+                    m.d.sync += fail(ErrorCode.BAD_QBLOCK)
+                    m.next = "STOPPED"
+                with m.Elif(write_fail):
+                    m.next = "STOPPED"
+                with m.Elif(~pend_valid):
+                    m.d.sync += [
+                        pend.eq(dec),
+                        pend.core.in_bank.eq(f_bank), pend.core.w_bank.eq(f_bank),
+                        pend_valid.eq(1),
+                        bank_full.eq(bank_full | (1 << f_bank)),
+                        f_bank.eq(~f_bank),
+                        acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w),
+                        f_index.eq(f_index + 1),
+                        f_addr.eq(f_addr + DESCRIPTOR_BYTES),
+                    ]
+                    m.next = "NEXT"
+            with m.State("STOPPED"):
+                with m.If(finish):
+                    m.next = "IDLE"
+        # control signals into other blocks are plain expressions, never assigned under a
+        # condition (see ``hdl.dma``: Icarus leaves those undefined until an input changes)
+        m.d.comb += [
+            load_start.eq(front.ongoing("BANK") & ~write_fail
+                          & ~bank_full.bit_select(f_bank, 1)),
+            x_loader.start.eq(load_start),
+            w_loader.start.eq(load_start),
+            q_loaders[0].start.eq(load_start & load_q & ~f_bank),
+            q_loaders[1].start.eq(load_start & load_q & f_bank),
+        ]
+
+        # --- compute stage --------------------------------------------------------------------
+        target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
+        op_bank = comp.core.in_bank
+        m.d.comb += [
+            core.start.eq(core_go),
+            core.cmd.eq(comp.core),
+            core.bias.eq(Mux(op_bank, q_regs[1].bias, q_regs[0].bias)),
+        ]
+        m.d.sync += core_go.eq(0)
+        with m.If(pend_valid & ~comp_active):
+            with m.If(write_fail):
+                # a failed store: later commands are dropped unrun
+                m.d.sync += [pend_valid.eq(0),
+                             bank_full.eq(bank_full & ~(1 << pend.core.in_bank))]
+            with m.Elif(~acc_busy.bit_select(target_acc, 1)):
+                m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc),
+                             acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
+                             core_go.eq(1)]
+        with m.If(core.done):
+            m.d.sync += comp_finished.eq(1)
+
+        # the core is done: hand the command to the store stage, with the requantization
+        # parameters of its operand bank copied into the accumulator bank's set
+        m.submodules.stores = stores = SyncFIFO(width=_store_record_layout().size, depth=4)
+        record = data.View(_store_record_layout(), stores.w_data)
+        handoff = comp_finished & stores.w_rdy
+        m.d.comb += [
+            record.index.eq(comp.index),
+            record.q_flag.eq(comp.q_flag),
+            record.store.eq(comp.store),
+            record.store.acc_bank.eq(comp.core.acc_bank),
+            record.store_req.eq(comp.store_req),
+            stores.w_en.eq(handoff),
+        ]
+        store_q = [Signal(store_quant_layout(pes), name=f"store_q{k}") for k in range(2)]
+        source = [q_regs[k] for k in range(2)]
+        with m.If(handoff):
+            m.d.sync += [comp_finished.eq(0), comp_active.eq(0),
+                         bank_full.eq(bank_full & ~(1 << op_bank))]
+            with m.If(comp.q_flag):
+                m.d.sync += acc_busy.eq(acc_busy | (1 << comp.core.acc_bank))
+                for k in range(2):
+                    with m.If(comp.core.acc_bank == k):
+                        for b in range(2):
+                            with m.If(op_bank == b):
+                                q = source[b]
+                                low = Mux(comp.relu & (q.zero_point > q.act_min),
+                                          q.zero_point, q.act_min)
+                                m.d.sync += [
+                                    store_q[k].zero_point.eq(q.zero_point),
+                                    store_q[k].low.eq(low),
+                                    store_q[k].high.eq(q.act_max),
+                                    store_q[k].multiplier.eq(q.multiplier),
+                                    store_q[k].shift.eq(q.shift),
+                                ]
+
+        # --- store stage ----------------------------------------------------------------------
+        head = data.View(_store_record_layout(), stores.r_data)
+        st = Signal(_store_record_layout())
+        st_go = Signal()
+        st_req_valid = Signal()
+        m.d.comb += [
+            store.start.eq(st_go),
+            store.cfg.eq(st.store),
+            store.q.eq(Mux(st.store.acc_bank, store_q[1], store_q[0])),
+            dma.wr_req.valid.eq(st_req_valid),
+            dma.wr_req.payload.eq(st.store_req),
+            dma.wr_data.valid.eq(store.beats.valid),
+            dma.wr_data.payload.eq(store.beats.payload),
+            store.beats.ready.eq(dma.wr_data.ready),
+        ]
+        m.d.sync += st_go.eq(0)
+        with m.If(st_req_valid & dma.wr_req.ready):
+            m.d.sync += st_req_valid.eq(0)
+        store_owns = Signal()            # the store unit reads accumulator bank st.acc_bank
+        retire = Signal()                # a command completes (in list order)
+        store_next = Signal()            # the store queue's head is stored now
+        with m.FSM(name="store_stage") as store_fsm:
+            with m.State("IDLE"):
+                with m.If(store_next):
+                    m.d.sync += [st.eq(head), st_go.eq(1), st_req_valid.eq(1)]
+                    m.next = "STORE"
+            with m.State("STORE"):
+                with m.If(~st_go & ~store.busy & ~st_req_valid):
+                    m.d.sync += acc_busy.eq(acc_busy & ~(1 << st.store.acc_bank))
+                    m.next = "RESPONSE"
+            with m.State("RESPONSE"):
+                with m.If(dma.wr_done.valid):
+                    with m.If(dma.wr_done.payload.err):
+                        m.d.sync += [write_fail.eq(1), err_index.eq(st.index),
+                                     err_code.eq(ErrorCode.AXI_WRITE)]
+                    m.next = "IDLE"
+        idle = store_fsm.ongoing("IDLE")
+        responding = store_fsm.ongoing("RESPONSE")
+        m.d.comb += [
+            # the head is popped when taken, or dropped after a write error
+            stores.r_en.eq(idle & stores.r_rdy),
+            store_next.eq(idle & stores.r_rdy & ~write_fail & head.q_flag),
+            store_owns.eq(store_fsm.ongoing("STORE")),
+            dma.wr_done.ready.eq(responding),
+            retire.eq((idle & stores.r_rdy & ~write_fail & ~head.q_flag)
+                      | (responding & dma.wr_done.valid & ~dma.wr_done.payload.err)),
+        ]
+        with m.If(retire):
+            m.d.sync += progress.eq(progress + 1)
+
+        # accumulator PLM: two banks; the core owns one, the store unit may read the other
+        sums = data.ArrayLayout(signed(32), pes)
+        acc_reads = []
+        for k in range(2):
+            mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[])
+            m.submodules[f"acc_plm{k}"] = mem
+            rd, wr = mem.read_port(), mem.write_port()
+            mine = store_owns & (st.store.acc_bank == k)
+            m.d.comb += [
+                rd.addr.eq(Mux(mine, store.acc_rd.addr[:acc_bits], core.acc_rd.addr[:acc_bits])),
+                rd.en.eq(Mux(mine, store.acc_rd.en, core.acc_rd.en)),
+                wr.addr.eq(core.acc_wr.addr[:acc_bits]),
+                wr.data.eq(core.acc_wr.data),
+                wr.en.eq(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)),
+            ]
+            acc_reads.append(rd.data)
+        m.d.comb += [
+            core.acc_rd.data.eq(Mux(comp.core.acc_bank, acc_reads[1], acc_reads[0])),
+            store.acc_rd.data.eq(Mux(st.store.acc_bank, acc_reads[1], acc_reads[0])),
+        ]
+
+        # --- end of the list --------------------------------------------------------------------
+        drained = (front.ongoing("STOPPED") & ~pend_valid & ~comp_active & ~stores.r_rdy
+                   & store_fsm.ongoing("IDLE") & (rd_pending == 0))
+        m.d.comb += [
+            finish.eq(running & drained),
+            status_error_set.eq(finish & (write_fail | f_error)),
+            status_done_set.eq(finish & ~write_fail & ~f_error),
+        ]
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.Elif(finish):
+            m.d.sync += [running.eq(0), write_fail.eq(0)]
+            with m.If(write_fail | f_error):
+                m.d.sync += acc_valid.eq(0)
+            with m.If(~write_fail & f_error):
+                m.d.sync += [err_code.eq(f_code), err_index.eq(f_index)]
+        return m
+
+
+def conv2d_accelerator(config=None, **params):
+    """:class:`Conv2DAccelerator` from plain data (``config`` as
+    :meth:`AcceleratorConfig.as_dict`), for the Verilog generator and the testbenches."""
+    config = DEFAULT_CONFIG if config is None else AcceleratorConfig(**config)
+    return Conv2DAccelerator(config, **params)

@@ -1,0 +1,196 @@
+"""cocotb testbench of the conv2d accelerator top level (``hdl.conv2d``) against the socket
+golden model (``hls_ref.socket``): cocotbext-axi ``AxiRam`` as external memory and
+``AxiLiteMaster`` for the registers, with random pauses on every channel.
+
+Each run loads a whole memory image (descriptor list, operands, an output region with guard
+bytes, everything else a random pattern), starts the list through the registers, waits for the
+interrupt and compares the status word, the counters and the *whole* memory image with the
+golden model's, so a write anywhere outside a tile's output region fails the test.
+"""
+
+import random
+from dataclasses import replace
+
+import cocotb
+import numpy as np
+
+from hls_ref import Precision
+from hls_ref.descriptor import DESCRIPTOR_BYTES, ErrorCode, check
+from hls_ref.socket import SocketModel, store_request
+from sim.accelerator_host import AcceleratorHost
+from sim.runner import Design
+from sw.program import ProgramError, conv2d_program
+from tests.test_hls_ref_socket import random_conv, random_splits
+
+MEMORY_BYTES = 1 << 20
+
+
+async def start(dut, seed):
+    component = Design.from_env().build()
+    host = AcceleratorHost(dut, component.config, memory_bytes=MEMORY_BYTES)
+    await host.reset()
+    host.pause(0.3 if seed % 2 else 0.1, seed)
+    return component.config, host
+
+
+def compare(result, memory, status, what):
+    """Check the RTL's run against the golden model's (``memory``, ``status``)."""
+    got = (result.done, result.error, result.code, result.index, result.progress,
+           result.tiles, result.mac_cycles, result.bytes_read, result.bytes_written)
+    want = (status.done, status.error, int(status.code),
+            status.index if status.error else 0, status.progress, status.tiles,
+            status.mac_cycles, status.bytes_read, status.bytes_written)
+    assert got == want, (f"{what}: (done, error, code, index, progress, tiles, MAC cycles, "
+                         f"bytes read, bytes written) = {got}, golden model {want}")
+    diff = np.flatnonzero(result.memory != memory)
+    assert diff.size == 0, (f"{what}: {diff.size} bytes differ from the golden image, first "
+                            f"at {diff[0]:#x}: {result.memory[diff[0]]:#04x} instead of "
+                            f"{memory[diff[0]]:#04x}")
+
+
+async def run_and_compare(host, program, what, *, faults=(), skip=None):
+    memory, status = program.run_golden(faults=faults)
+    result = await host.run(program.memory, program.desc_addr, program.count, faults=faults)
+    if skip is not None:                 # bytes an AXI write error may leave either way
+        result.memory[skip] = memory[skip]
+    compare(result, memory, status, what)
+    return result
+
+
+def random_program(rng, config):
+    """A random layer in a random ST configuration and output width, randomly tiled."""
+    while True:
+        precision = Precision(rng.choice([p.value for p in config.precisions]))
+        out_bits = int(rng.choice([4, 8, 16]))
+        x, weights, qb, cmd, _ = random_conv(rng, precision, out_bits)
+        cout = weights.shape[0]
+        h = (x.shape[0] + cmd.padding[0] + cmd.padding[1] - cmd.kernel[0]) // cmd.stride[0] + 1
+        splits = dict(
+            out_splits=random_splits(rng, cout, 2 if out_bits == 4 else 1),
+            row_splits=random_splits(rng, h),
+            in_splits=random_splits(rng, x.shape[2], precision.lanes),
+            relu=bool(rng.integers(2)), seed=int(rng.integers(1 << 30)))
+        try:
+            program = conv2d_program(x, weights, qb, cmd, config, **splits)
+        except ProgramError:
+            continue
+        if all(check(d, config, (0, 0)) in (ErrorCode.NONE, ErrorCode.ACC_STATE)
+               for d in program.descriptors) and len(program.memory) <= MEMORY_BYTES:
+            return f"{precision.label} {out_bits}-bit {x.shape}->{weights.shape}", program
+
+
+@cocotb.test()
+async def random_layers(dut):
+    """Random layers and tilings in every ST configuration and output width, back to back."""
+    seed = cocotb.RANDOM_SEED
+    config, host = await start(dut, seed)
+    rng = np.random.default_rng(seed)
+    for n in range(int(cocotb.plusargs.get("layers", 6))):
+        name, program = random_program(rng, config)
+        await run_and_compare(host, program, f"layer {n} ({name}, {program.count} commands)")
+
+
+def _small_program(config):
+    rng = np.random.default_rng(11)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A8W8, 8, cin=4, cout=config.pes // 2,
+                                         kernel=(3, 3), size=(8, 8), stride=(1, 1),
+                                         pad=(1, 1, 1, 1))
+    return conv2d_program(x, weights, qb, cmd, config, row_splits=(4,))
+
+
+def invalid_changes(config, desc):
+    """One field change per error code that ``check`` finds before touching memory."""
+    lanes = Precision(desc.precision).lanes
+    taps = desc.kernel_h * desc.kernel_w * config.pes
+    return {
+        ErrorCode.BAD_OP: dict(op=0),
+        ErrorCode.BAD_PRECISION: dict(precision=7),
+        ErrorCode.BAD_OUT_WIDTH: dict(out_width=3),
+        ErrorCode.ZERO_DIM: dict(out_seg=0),
+        ErrorCode.BAD_KERNEL: dict(kernel_w=config.max_kernel[1] + 1),
+        ErrorCode.BAD_STRIDE: dict(stride_h=config.max_stride + 1),
+        ErrorCode.BAD_PADDING: dict(pad_left=3),
+        ErrorCode.TOO_MANY_CHANNELS: dict(out_c=config.pes + 1),
+        ErrorCode.ROW_TOO_WIDE: dict(in_w=config.max_width + 1),
+        ErrorCode.TILE_TOO_SMALL: dict(in_h=1, pad_top=0, pad_bottom=0),
+        ErrorCode.INPUT_TOO_LARGE: dict(in_h=config.plm_in_words, in_w=2),
+        ErrorCode.WEIGHTS_TOO_LARGE: dict(in_c=lanes * (config.plm_w_words // taps + 1)),
+        ErrorCode.OUTPUT_TOO_LARGE: dict(in_w=config.max_width, pad_top=1, pad_bottom=1,
+                                         in_h=config.plm_acc_words // config.pes
+                                         // config.max_width + 2),
+        ErrorCode.BAD_LAYOUT: dict(in_addr=desc.in_addr + 1),
+        ErrorCode.ACC_STATE: dict(acc_flag=1, in_h=desc.in_h - 1),
+    }
+
+
+@cocotb.test()
+async def invalid_descriptors(dut):
+    """Each invalid field stops the list at its descriptor with its code; the command before
+    it completes, nothing after it is written, and the next list runs."""
+    config, host = await start(dut, cocotb.RANDOM_SEED)
+    program = _small_program(config)
+    good = program.descriptors[1]
+    for code, change in invalid_changes(config, good).items():
+        bad = replace(good, **change)
+        assert check(bad, config, acc_shape=None) == code, (code, change)
+        broken = replace(program, memory=program.memory.copy())
+        addr = program.desc_addr + DESCRIPTOR_BYTES
+        broken.memory[addr:addr + DESCRIPTOR_BYTES] = np.frombuffer(bad.to_bytes(), np.uint8)
+        result = await run_and_compare(host, broken, code.name)
+        assert (result.error, result.code, result.index) == (True, code, 1)
+    await run_and_compare(host, program, "the valid list after the errors")
+
+
+@cocotb.test()
+async def bus_errors(dut):
+    """Error responses on the descriptor fetch, each load and the store are reported with the
+    failing descriptor's index; a corrupt quantization block too."""
+    config, host = await start(dut, cocotb.RANDOM_SEED)
+    program = _small_program(config)
+    d1 = program.descriptors[1]
+    # (faulty byte, index of the descriptor that fails): both commands share the weights
+    # and the quantization block, the last input row and the output rows are the second's
+    cases = {
+        "descriptor": (program.desc_addr + DESCRIPTOR_BYTES + 9, 1),
+        "input": (d1.in_addr + (d1.in_h - 1) * d1.in_row_stride + 3, 1),
+        "weights": (d1.w_addr + 8, 0),
+        "qblock": (d1.q_addr + 16, 0),
+        "output": (d1.out_addr, 1),
+    }
+    for name, (addr, index) in cases.items():
+        faults = [(addr, addr + 1)]
+        skip = None
+        if name == "output":
+            skip = np.zeros(len(program.memory), bool)
+            for beat, lo, hi, _, _ in store_request(d1).beats():
+                skip[8 * beat + lo:8 * beat + hi] = True
+        result = await run_and_compare(host, program, f"fault in the {name}", faults=faults,
+                                       skip=skip)
+        assert result.error and result.index == index, name
+    corrupt = replace(program, memory=program.memory.copy())
+    corrupt.memory[d1.q_addr + 7] ^= 1                 # the block's channel count
+    result = await run_and_compare(host, corrupt, "corrupt quantization block")
+    assert (result.code, result.index) == (ErrorCode.BAD_QBLOCK, 0)
+    await run_and_compare(host, program, "the valid list after the errors")
+
+
+@cocotb.test()
+async def back_to_back_lists(dut):
+    """Lists of random lengths run one after another; an accumulation chain may span two
+    lists (the partial sums stay between them), and a zero-length list completes at once."""
+    config, host = await start(dut, cocotb.RANDOM_SEED)
+    rng = random.Random(cocotb.RANDOM_SEED)
+    _, program = random_program(np.random.default_rng(rng.randrange(1 << 30)), config)
+    model = SocketModel(config)
+    memory = program.memory.copy()
+    first = 0
+    while first < program.count:
+        count = rng.randint(0, min(4, program.count - first))
+        addr = program.desc_addr + first * DESCRIPTOR_BYTES
+        expected = memory.copy()
+        status = model.run(expected, addr, count)
+        result = await host.run(memory, addr, count)
+        compare(result, expected, status, f"descriptors {first}..{first + count - 1}")
+        memory = result.memory
+        first += count
+    np.testing.assert_array_equal(memory, program.run_golden()[0])

@@ -1,0 +1,18 @@
+"""cocotb regression of the conv2d accelerator top level on Icarus and Verilator: random layers
+and tilings, invalid descriptors, bus errors and back-to-back lists against the golden model
+(``tests/cocotb/tb_conv2d.py``)."""
+
+import pytest
+
+from sim.runner import Design, run_cocotb
+
+pytestmark = pytest.mark.cocotb
+
+#: A small build (8 PEs, small PLMs) so that both simulators run the regression quickly.
+SMALL = {"pes": 8, "plm_in_words": 4096, "plm_w_words": 4096, "plm_acc_words": 2048,
+         "max_width": 64}
+
+
+def test_conv2d(sim):
+    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL})
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 4
