@@ -19,11 +19,12 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
 from sim.toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
 
 from .harness import SynthHarness
 
-__all__ = ["BLOCKS", "DEVICES", "SynthResult", "synthesize"]
+__all__ = ["BLOCKS", "DEVICES", "PerDevice", "SynthResult", "block_setup", "synthesize"]
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,14 @@ DEVICES = {
 #: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
 TARGET_MHZ = 250
 
+class PerDevice(dict):
+    """A value of :data:`BLOCKS` (parameters or description) that differs by device:
+    device name -> value. A block is defined only on the devices its mappings name."""
+
+
 #: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description,
-#: whether multipliers may use DSP blocks).
+#: whether multipliers may use DSP blocks). Parameters and description may be
+#: :class:`PerDevice`.
 BLOCKS = {
     "st_mul": ("hdl.st_multiplier:STMultiplier", {"stages": 2},
                "ST multiplier, all five configurations, 2 stages", True),
@@ -85,13 +92,23 @@ BLOCKS = {
     "requant": ("hdl.requant:Requantizer", {},
                 "TFLite fixed-point requantizer, 1 value/cycle", True),
     "dma": ("hdl.dma:Dma", {}, "AXI4 DMA reader+writer, 64-bit", True),
+    "conv2d": ("hdl.conv2d:conv2d_accelerator",
+               PerDevice({"ecp5-85f": {"config": DEFAULT_CONFIG.as_dict()},
+                          "ice40-up5k": {"config": ICE40_CONFIG.as_dict()}}),
+               PerDevice({"ecp5-85f": f"conv2d accelerator, DEFAULT_CONFIG "
+                                      f"({DEFAULT_CONFIG.pes} PEs)",
+                          "ice40-up5k": f"conv2d accelerator, ICE40_CONFIG "
+                                        f"({ICE40_CONFIG.pes} PEs)"}),
+               True),
 }
 
-#: The blocks of the full report (``make synth-report``, ``docs/results.md``), per device.
+#: The blocks of the full report (``make synth-report``, ``make test-full``,
+#: ``docs/results.md``), per device. ``conv2d`` is the slowest (tens of minutes per device).
 STANDARD = {
     "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low",
-                 "mac_row", "mac_row_lut"),
-    "ice40-up5k": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4"),
+                 "mac_row", "mac_row_lut", "conv2d"),
+    "ice40-up5k": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4",
+                   "conv2d"),
 }
 
 #: The quick subset that ``make demo`` builds (single multipliers and PEs: about a minute).
@@ -155,15 +172,30 @@ def _canonical(design):
                   lambda match: names.setdefault(match.group(0), f"${len(names)}"), design)
 
 
-def synthesize(block, device_name, *, force=False):
-    """Synthesise and place-and-route ``block`` on ``device_name``; return a
-    :class:`SynthResult` (cached unless ``force``)."""
+def block_setup(block, device_name):
+    """Return ``(factory, parameters, description, dsp)`` of ``block`` on ``device_name``,
+    with :class:`PerDevice` values resolved."""
     if block not in BLOCKS:
         raise ValueError(f"Unknown block {block!r}; known: {', '.join(BLOCKS)}")
     if device_name not in DEVICES:
         raise ValueError(f"Unknown device {device_name!r}; known: {', '.join(DEVICES)}")
+    factory, *values, dsp = BLOCKS[block]
+    resolved = []
+    for value in values:
+        if isinstance(value, PerDevice):
+            if device_name not in value:
+                raise ValueError(f"Block {block!r} is not defined for {device_name}; "
+                                 f"only for {', '.join(value)}")
+            value = value[device_name]
+        resolved.append(value)
+    return (factory, *resolved, dsp)
+
+
+def synthesize(block, device_name, *, force=False):
+    """Synthesise and place-and-route ``block`` on ``device_name``; return a
+    :class:`SynthResult` (cached unless ``force``)."""
+    factory, params, description, dsp = block_setup(block, device_name)
     device = DEVICES[device_name]
-    factory, params, description, dsp = BLOCKS[block]
     module_name, _, attr = factory.partition(":")
     core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
     design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)

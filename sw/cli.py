@@ -69,6 +69,12 @@ def cmd_bench(args):
             "operand to valid sums (pipeline latency included), sums checked against numpy.",
             "",
             table]))
+    conv2d_exact = True
+    if args.conv2d:
+        from .conv2d_bench import main as conv2d_bench
+
+        print("\nConv2D accelerator RTL (Verilator), cycles from its own counters:")
+        conv2d_exact = conv2d_bench(write_results=args.write_results, groups=args.conv2d)
     comparisons, comparison_table = _compare_models(args.inputs)
     if args.write_results:
         from boards.synth import write_results_section
@@ -85,7 +91,7 @@ def cmd_bench(args):
             comparison_table]))
         print("\nwrote docs/results.md")
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
-    return 0 if all(run.correct for run in runs) and exact else 1
+    return 0 if all(run.correct for run in runs) and exact and conv2d_exact else 1
 
 
 def _compare_models(inputs):
@@ -156,6 +162,12 @@ def main(argv=None):
     bench.add_argument("--pes", type=int, default=16, help="PEs in the row")
     bench.add_argument("--inputs", type=int, default=100,
                        help="random inputs per model for the TFLite comparison")
+    from .conv2d_bench import GROUPS as CONV2D_GROUPS
+
+    bench.add_argument("--conv2d", nargs="*", default=list(CONV2D_GROUPS),
+                       choices=CONV2D_GROUPS, metavar="GROUP",
+                       help=f"conv2d RTL benchmark groups ({', '.join(CONV2D_GROUPS)}; "
+                            "none: skip it)")
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)

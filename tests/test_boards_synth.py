@@ -33,3 +33,22 @@ def test_results_section_is_replaced_in_place(tmp_path):
     text = path.read_text()
     assert "first" not in text and "second" in text and "other" in text
     assert text.index("second") < text.index("other")
+
+
+def test_conv2d_block_uses_the_device_config_and_stays_out_of_the_quick_lists():
+    from boards.synth import BLOCKS, DEMO, STANDARD, block_setup
+    from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
+
+    factory, params, description, dsp = block_setup("conv2d", "ecp5-85f")
+    assert factory == "hdl.conv2d:conv2d_accelerator" and dsp
+    assert params == {"config": DEFAULT_CONFIG.as_dict()} and "16 PEs" in description
+    _, params, description, _ = block_setup("conv2d", "ice40-up5k")
+    assert params == {"config": ICE40_CONFIG.as_dict()} and "4 PEs" in description
+    # every block resolves on every device it is listed for
+    for device, blocks in STANDARD.items():
+        assert set(blocks) <= set(BLOCKS)
+        for block in blocks:
+            block_setup(block, device)
+    # slow: only in the full report (make synth-report / make test-full), never in make demo
+    assert all("conv2d" in blocks for blocks in STANDARD.values())
+    assert all("conv2d" not in blocks for blocks in DEMO.values())

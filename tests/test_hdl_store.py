@@ -18,8 +18,7 @@ from hls_ref import Precision
 from hls_ref.descriptor import geometry
 from hls_ref.quant import multiply_by_quantized_multiplier
 from hls_ref.socket import store_request, store_tile
-from sw.program import conv2d_program
-from tests.test_hls_ref_socket import random_conv
+from sw.program import conv2d_program, random_conv
 
 
 def store_config(desc, acc_bank):

@@ -17,49 +17,9 @@ from hls_ref.descriptor import (
     check,
 )
 from hls_ref.dma import DmaRequest, dma_request
-from hls_ref.formats import QuantBlock, fold_input_zero_point
-from hls_ref.invocation import Command
-from hls_ref.layers import Requant, conv2d
-from hls_ref.quant import quantize_multiplier
 from hls_ref.registers import MAGIC, Access, register_map
 from hls_ref.socket import SocketModel
-from sw.program import ProgramError, conv2d_program
-
-
-def random_conv(rng, precision, out_bits, *, cin=None, cout=None, kernel=None, size=None,
-                stride=None, pad=None):
-    """A random layer whose accumulators cannot overflow, with its quantization block."""
-    p = precision
-    a_lo, a_hi = -(1 << (p.act_bits - 1)), (1 << (p.act_bits - 1)) - 1
-    cin = cin or int(rng.integers(1, 20))
-    cout = cout or int(rng.integers(1, 40))
-    kh, kw = kernel or (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
-    sh, sw = stride or (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-    pads = pad or tuple(int(rng.integers(0, k)) for k in (kh, kh, kw, kw))
-    h, w = size or (int(rng.integers(kh, 14)), int(rng.integers(kw, 14)))
-    w_max = min(1 << (p.weight_bits - 1), max(1, (1 << 29) // (kh * kw * cin << p.act_bits)))
-    weights = rng.integers(-w_max, w_max, (cout, kh, kw, cin))
-    x = rng.integers(a_lo, a_hi + 1, (h, w, cin))
-    zp_in = int(rng.integers(a_lo, a_hi + 1))
-    bias = rng.integers(-5000, 5000, cout)
-    folded = fold_input_zero_point(bias, weights, zp_in)
-    pairs = [quantize_multiplier(float(r)) for r in rng.uniform(1e-4, 0.2, cout)]
-    top = (1 << (out_bits - 1)) - 1
-    zp_out = int(rng.integers(-top // 2, top // 2 + 1))
-    qb = QuantBlock(zp_out, -top - 1, top, folded, np.array([m for m, _ in pairs]),
-                    np.array([s for _, s in pairs]))
-    cmd = Command(p, out_bits, (kh, kw), (sh, sw), pads, zp_in)
-    requant = Requant(qb.multiplier, qb.shift, zp_out, -top - 1, top)
-    want = conv2d(x, weights, bias, zp_in, requant, stride=(sh, sw), padding=pads)
-    return x, weights, qb, cmd, want
-
-
-def random_splits(rng, total, multiple=1, most=3):
-    candidates = list(range(multiple, total, multiple))
-    if not candidates:
-        return ()
-    k = int(rng.integers(0, min(most, len(candidates)) + 1))
-    return tuple(sorted(rng.choice(candidates, k, replace=False).tolist()))
+from sw.program import ProgramError, conv2d_program, random_conv, random_splits
 
 
 def changed_outside(before, after, program):

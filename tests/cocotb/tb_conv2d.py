@@ -19,8 +19,7 @@ from hls_ref.descriptor import DESCRIPTOR_BYTES, ErrorCode, check
 from hls_ref.socket import SocketModel, store_request
 from sim.accelerator_host import AcceleratorHost
 from sim.runner import Design
-from sw.program import ProgramError, conv2d_program
-from tests.test_hls_ref_socket import random_conv, random_splits
+from sw.program import ProgramError, conv2d_program, random_conv, random_splits
 
 MEMORY_BYTES = 1 << 20
 
