@@ -57,6 +57,7 @@ DEVICES = {
 #: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
 TARGET_MHZ = 250
 
+
 class PerDevice(dict):
     """A value of :data:`BLOCKS` (parameters or description) that differs by device:
     device name -> value. A block is defined only on the devices its mappings name."""
@@ -163,6 +164,14 @@ def _yosys_cells(log_text, device):
             "DSP": counts.get("MULT18X18D", 0)}
 
 
+def _utilisation(log_text):
+    """nextpnr's ``Device utilisation`` table (printed after packing, before placement, so
+    also when the design does not fit): cell type -> (used, available)."""
+    return {match.group(1): (int(match.group(2)), int(match.group(3)))
+            for match in re.finditer(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%$", log_text,
+                                     re.MULTILINE)}
+
+
 def _canonical(design):
     """``design`` (RTLIL text) with Amaranth's automatic names (``$453``, ``port$453$0``)
     renumbered by first appearance: they count every signal the process has created, so the
@@ -230,9 +239,19 @@ def synthesize(block, device_name, *, force=False):
         resources = _yosys_cells((work / "yosys.log").read_text(), device)
         available, fmax = {}, None
         text = log.read_text()
+        utilisation = _utilisation(text)
+        for column, cell_types in device.cells.items():
+            counts = [utilisation[c] for c in cell_types if c in utilisation]
+            if counts:
+                resources[column] = sum(used for used, _ in counts)
+                available[column] = sum(total for _, total in counts)
+        over = [f"{cell} {used}/{total}" for cell, (used, total) in utilisation.items()
+                if used > total]
         exhausted = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
         overused = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text)
-        if exhausted:
+        if over:
+            note = f"does not fit: {', '.join(over)}"
+        elif exhausted:
             note = f"does not fit: ran out of {exhausted.group(1)} cells"
         elif overused:
             note = f"does not fit: {overused.group(0)}"

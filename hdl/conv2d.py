@@ -576,7 +576,6 @@ class Conv2DAccelerator(wiring.Component):
                         pend.eq(dec),
                         pend.core.in_bank.eq(f_bank), pend.core.w_bank.eq(f_bank),
                         pend_valid.eq(1),
-                        bank_full.eq(bank_full | (1 << f_bank)),
                         f_bank.eq(~f_bank),
                         acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w),
                         f_index.eq(f_index + 1),
@@ -609,8 +608,7 @@ class Conv2DAccelerator(wiring.Component):
         with m.If(pend_valid & ~comp_active):
             with m.If(write_fail):
                 # a failed store: later commands are dropped unrun
-                m.d.sync += [pend_valid.eq(0),
-                             bank_full.eq(bank_full & ~(1 << pend.core.in_bank))]
+                m.d.sync += pend_valid.eq(0)
             with m.Elif(~acc_busy.bit_select(target_acc, 1)):
                 m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc),
                              acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
@@ -634,10 +632,8 @@ class Conv2DAccelerator(wiring.Component):
         store_q = [Signal(store_quant_layout(pes), name=f"store_q{k}") for k in range(2)]
         source = [q_regs[k] for k in range(2)]
         with m.If(handoff):
-            m.d.sync += [comp_finished.eq(0), comp_active.eq(0),
-                         bank_full.eq(bank_full & ~(1 << op_bank))]
+            m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
             with m.If(comp.q_flag):
-                m.d.sync += acc_busy.eq(acc_busy | (1 << comp.core.acc_bank))
                 for k in range(2):
                     with m.If(comp.core.acc_bank == k):
                         for b in range(2):
@@ -674,14 +670,14 @@ class Conv2DAccelerator(wiring.Component):
         store_owns = Signal()            # the store unit reads accumulator bank st.acc_bank
         retire = Signal()                # a command completes (in list order)
         store_next = Signal()            # the store queue's head is stored now
+        store_release = Signal()         # the store unit has read its accumulator bank
         with m.FSM(name="store_stage") as store_fsm:
             with m.State("IDLE"):
                 with m.If(store_next):
                     m.d.sync += [st.eq(head), st_go.eq(1), st_req_valid.eq(1)]
                     m.next = "STORE"
             with m.State("STORE"):
-                with m.If(~st_go & ~store.busy & ~st_req_valid):
-                    m.d.sync += acc_busy.eq(acc_busy & ~(1 << st.store.acc_bank))
+                with m.If(store_release):
                     m.next = "RESPONSE"
             with m.State("RESPONSE"):
                 with m.If(dma.wr_done.valid):
@@ -689,6 +685,19 @@ class Conv2DAccelerator(wiring.Component):
                         m.d.sync += [write_fail.eq(1), err_index.eq(st.index),
                                      err_code.eq(ErrorCode.AXI_WRITE)]
                     m.next = "IDLE"
+        # Bank flags are set and cleared by different stages, possibly in the same cycle, so
+        # each is updated by one assignment from its set and clear masks.
+        to_pend = (front.ongoing("LOADED") & ~rd_err & ~q_bad & ~write_fail & ~pend_valid)
+        dropped = pend_valid & ~comp_active & write_fail
+        m.d.comb += store_release.eq(store_fsm.ongoing("STORE") & ~st_go & ~store.busy
+                                     & ~st_req_valid)
+        bank_set = Mux(to_pend, 1 << f_bank, 0)
+        bank_clear = (Mux(handoff, 1 << op_bank, 0)
+                      | Mux(dropped, 1 << pend.core.in_bank, 0))
+        acc_set = Mux(handoff & comp.q_flag, 1 << comp.core.acc_bank, 0)
+        acc_clear = Mux(store_release, 1 << st.store.acc_bank, 0)
+        m.d.sync += [bank_full.eq((bank_full & ~bank_clear) | bank_set),
+                     acc_busy.eq((acc_busy & ~acc_clear) | acc_set)]
         idle = store_fsm.ongoing("IDLE")
         responding = store_fsm.ongoing("RESPONSE")
         m.d.comb += [

@@ -117,9 +117,8 @@ class AcceleratorHost:
             for channel in _CHANNELS:
                 port = getattr(interface, f"{channel}_channel", None)
                 if port is not None:
-                    port.set_pause_generator(
-                        _pauses(random.Random(rng.random()), probability)
-                        if probability else None)
+                    # never None: a channel paused when its generator is removed stays paused
+                    port.set_pause_generator(_pauses(random.Random(rng.random()), probability))
 
     async def write_register(self, name, **fields):
         await self.master.write_dword(self.regmap.offset(name),

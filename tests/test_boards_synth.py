@@ -52,3 +52,15 @@ def test_conv2d_block_uses_the_device_config_and_stays_out_of_the_quick_lists():
     # slow: only in the full report (make synth-report / make test-full), never in make demo
     assert all("conv2d" in blocks for blocks in STANDARD.values())
     assert all("conv2d" not in blocks for blocks in DEMO.values())
+
+
+def test_nextpnr_utilisation_is_read_from_the_log():
+    from boards.synth import _utilisation
+
+    log = ("Info: Device utilisation:\n"
+           "Info: \t         ICESTORM_LC:   22514/   5280   426%\n"
+           "Info: \t        ICESTORM_RAM:      48/     30   160%\n"
+           "Info: \t      ICESTORM_SPRAM:       0/      4     0%\n"
+           "\nInfo: Placed 0 cells based on constraints.\n")
+    assert _utilisation(log) == {"ICESTORM_LC": (22514, 5280), "ICESTORM_RAM": (48, 30),
+                                 "ICESTORM_SPRAM": (0, 4)}

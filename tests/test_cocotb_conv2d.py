@@ -10,9 +10,17 @@ pytestmark = pytest.mark.cocotb
 
 #: A small build (8 PEs, small PLMs) so that both simulators run the regression quickly.
 SMALL = {"pes": 8, "plm_in_words": 4096, "plm_w_words": 4096, "plm_acc_words": 2048,
-         "max_width": 64}
+         "max_width": 128}
 
 
 def test_conv2d(sim):
     design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL})
-    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 4
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 5
+
+
+@pytest.mark.slow
+def test_conv2d_every_real_layer(sim):
+    """Every conv layer of ResNet-8, DS-CNN and VWW (Icarus: the first commands of each)."""
+    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL})
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim, testcase="real_layers",
+                      extra_env={"TESSERA_REAL_LAYERS": "all"}) == 1

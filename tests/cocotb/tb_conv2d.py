@@ -193,3 +193,35 @@ async def back_to_back_lists(dut):
         memory = result.memory
         first += count
     np.testing.assert_array_equal(memory, program.run_golden()[0])
+
+
+#: Layers of ``real_layers`` in the CI tier: the first conv of each model (a 3-channel RGB
+#: input, DS-CNN's one-channel 10x4 input, VWW's stride-2 input layer).
+FIRST_LAYERS = {"resnet8": ("00_conv_2d",), "dscnn": ("00_conv_2d",), "vww": ("00_conv_2d",)}
+
+
+@cocotb.test()
+async def real_layers(dut):
+    """Conv layers of ResNet-8, DS-CNN and VWW with their real weights, tiled by the compiler
+    for this build, bit-exact against the golden model (itself bit-exact with LiteRT).
+
+    ``TESSERA_REAL_LAYERS=all`` runs every conv layer, else the first of each model. Icarus
+    runs each list's first ``TESSERA_REAL_PREFIX`` commands (default 2; it simulates about
+    a hundred times slower than Verilator)."""
+    import os
+
+    from sw.program import model_conv_programs
+
+    config, host = await start(dut, cocotb.RANDOM_SEED)
+    everything = os.environ.get("TESSERA_REAL_LAYERS") == "all"
+    prefix = int(os.environ.get("TESSERA_REAL_PREFIX", "2"))
+    for model, names in FIRST_LAYERS.items():
+        for name, program, _, want in model_conv_programs(model, config):
+            if not everything and name not in names:
+                continue
+            if cocotb.SIM_NAME.lower().startswith("icarus"):
+                program = replace(program, descriptors=program.descriptors[:prefix])
+            else:
+                memory, _ = program.run_golden()
+                np.testing.assert_array_equal(program.output(memory), want, name)
+            await run_and_compare(host, program, f"{model} {name} ({program.count} commands)")
