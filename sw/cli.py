@@ -2,7 +2,8 @@
 
 ``tessera demo``        the README's main job: the ST multiplier and PE on the RTL against the
                         golden model, the golden models against TFLite on the MLPerf Tiny
-                        models, and the synthesis table.
+                        models, a real ResNet-8 layer on the conv2d accelerator RTL, and the
+                        synthesis table.
 ``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md).
 ``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models.
 ``tessera tile MODEL``  tile a network for the accelerators: DMA traffic, calls and cost.
@@ -124,9 +125,18 @@ def cmd_demo(args):
         print(format_table(results))
         print("\nCost of precision scalability:")
         print(precision_cost(results))
+    layer_ok = True
+    if not args.no_conv2d:
+        from .conv2d_bench import demo_layer
+
+        print("\nA real ResNet-8 conv layer on the conv2d accelerator RTL (Verilator, 16 PEs):")
+        layer_ok = demo_layer()
     ok = all(run.correct for run in runs)
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
     print("\nall sums bit-exact" if ok else "\nMISMATCH against the golden model")
+    if not layer_ok:
+        print("MISMATCH between the conv2d RTL and the golden model")
+    ok = ok and layer_ok
     print("golden models bit-exact with TFLite on every layer" if exact
           else "MISMATCH between the golden models and TFLite")
     ok = ok and exact
@@ -153,6 +163,8 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="demonstrate the ST multiplier and PE")
     demo.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
+    demo.add_argument("--no-conv2d", action="store_true",
+                      help="skip the conv2d accelerator run (its Verilator build takes minutes)")
     demo.add_argument("--inputs", type=int, default=20,
                       help="random inputs per model for the TFLite comparison")
     demo.set_defaults(run=cmd_demo)

@@ -32,7 +32,7 @@ from sim.toolchain import BUILD_ROOT
 
 from .program import compiler_program, model_conv_programs, random_conv
 
-__all__ = ["GROUPS", "BenchCase", "main", "run_cases"]
+__all__ = ["GROUPS", "BenchCase", "demo_layer", "main", "run_cases"]
 
 #: seed 002 Table 5.1, HW clock cycles per row: rows 1-12 are derived from the printed
 #: speed-ups (the HW column is missing), rows 13-27 are printed (row 13's cell is suspect;
@@ -178,6 +178,27 @@ def thesis_cases():
                                reference_exact=bool(status.done and np.array_equal(
                                    program.output(memory), want))))
     return cases
+
+
+def demo_layer(layer="01_conv_2d", config=DEFAULT_CONFIG):
+    """Run one ResNet-8 conv layer (real weights, compiler tiling) on the RTL; print its
+    figures and return whether it was bit-exact."""
+    name, program, tiling, want = next(
+        entry for entry in model_conv_programs("resnet8", config) if entry[0] == layer)
+    memory, status = program.run_golden()
+    case = BenchCase("demo", f"resnet8 {name}", program, config, Precision.A8W8,
+                     _layer_macs(program), reference_exact=bool(
+                         status.done and np.array_equal(program.output(memory), want)))
+    run_cases([case])
+    r = case.result
+    print(f"layer {name}: {program.count} commands (tiles of {tiling.rows} rows, "
+          f"{tiling.out_channels} output and {tiling.in_channels} input channels), "
+          f"{case.macs:,} MACs in {r['cycles']:,} cycles: utilisation {case.utilisation:.1%}, "
+          f"{r['bytes_read']:,} bytes read, {r['bytes_written']:,} written; memory image "
+          f"{'bit-exact with' if r['exact'] else 'DIFFERENT from'} the golden model, output "
+          f"{'bit-exact with' if case.reference_exact else 'DIFFERENT from'} the LiteRT-exact "
+          f"reference")
+    return bool(r["exact"] and case.reference_exact)
 
 
 def _design(config):

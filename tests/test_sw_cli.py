@@ -24,7 +24,7 @@ def test_precisions_command(capsys):
 
 
 def test_bench_command(capsys):
-    assert main(["bench", "--channels", "8", "--pes", "2"]) == 0
+    assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d"]) == 0   # no conv2d runs
     out = capsys.readouterr().out
     assert "| a4w4 | 8 | 2 | 5 | 3.20 | 40.0% | 2.20x | yes |" in out
 
