@@ -320,7 +320,9 @@ def _section(tables):
              "from its descriptor list, with AxiRam answering one 64-bit beat per cycle after "
              "its latency; cycles, MAC cycles, commands and bytes are the accelerator's own "
              "counters. Utilisation = MACs / (cycles x PEs x products per ST operation); "
-             "overhead / command = (cycles - MAC cycles) / commands. Bit-exact: the memory "
+             "idle between commands = the PE array's idle cycles between its first and last "
+             "MAC per command boundary; fill + drain = cycles before the first and after the "
+             "last MAC. Bit-exact: the memory "
              "image after the run equals the golden model's (and the golden output equals the "
              "reference: LiteRT-exact golden models for the MLPerf layers, numpy otherwise)."]
     if "mlperf" in tables:
@@ -335,8 +337,9 @@ def _section(tables):
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",
-                  "Cycles added per command added, while loads and stores stay hidden behind "
-                  "the compute: the cost of one more descriptor in a pipelined list.", "",
+                  "Smaller tiles shorten the fill and drain; the PE array's idle time per "
+                  "command boundary stays the same: the cost of one more descriptor in a "
+                  "pipelined list.", "",
                   tables["overhead"]]
     if "thesis" in tables:
         parts += ["", "### Seed 002 Table 5.1 layers on builds with the thesis's PEs and PLM "
