@@ -103,8 +103,14 @@ BLOCKS = {
                True),
 }
 
+#: Extra nextpnr arguments of some blocks: nextpnr's default router (router1) did not finish
+#: routing ``conv2d`` on the ECP5-85F in 50 minutes (a few hundred congested arcs left);
+#: router2 routes it in about 3 minutes.
+NEXTPNR_OPTIONS = {"conv2d": ("--router", "router2")}
+
 #: The blocks of the full report (``make synth-report``, ``make test-full``,
-#: ``docs/results.md``), per device. ``conv2d`` is the slowest (tens of minutes per device).
+#: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 13 minutes on the
+#: ECP5-85F, 2 on the iCE40UP5K, where it does not fit).
 STANDARD = {
     "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low",
                  "mac_row", "mac_row_lut", "conv2d"),
@@ -210,7 +216,7 @@ def synthesize(block, device_name, *, force=False):
     design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)
     nextpnr_command = [device.nextpnr, *device.nextpnr_args, "--json", "top.json",
                        "--report", "report.json", "--freq", str(TARGET_MHZ), "--seed", "1",
-                       "--timing-allow-fail"]
+                       "--timing-allow-fail", *NEXTPNR_OPTIONS.get(block, ())]
     synth_command = device.synth_command.format(dsp=device.dsp_options[0 if dsp else 1],
                                                 json="top.json")
     flow = json.dumps([asdict(device), synth_command, nextpnr_command], sort_keys=True)
