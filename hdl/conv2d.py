@@ -629,25 +629,23 @@ class Conv2DAccelerator(wiring.Component):
             record.store_req.eq(comp.store_req),
             stores.w_en.eq(handoff),
         ]
+        # the computed command's requantization parameters, from its operand bank
         store_q = [Signal(store_quant_layout(pes), name=f"store_q{k}") for k in range(2)]
-        source = [q_regs[k] for k in range(2)]
+        done_q = Signal(store_quant_layout(pes))
+        q = data.View(q_regs[0].shape(), Mux(op_bank, q_regs[1], q_regs[0]))
+        m.d.comb += [
+            done_q.zero_point.eq(q.zero_point),
+            done_q.low.eq(Mux(comp.relu & (q.zero_point > q.act_min), q.zero_point,
+                              q.act_min)),
+            done_q.high.eq(q.act_max),
+            done_q.multiplier.eq(q.multiplier),
+            done_q.shift.eq(q.shift),
+        ]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
-            with m.If(comp.q_flag):
-                for k in range(2):
-                    with m.If(comp.core.acc_bank == k):
-                        for b in range(2):
-                            with m.If(op_bank == b):
-                                q = source[b]
-                                low = Mux(comp.relu & (q.zero_point > q.act_min),
-                                          q.zero_point, q.act_min)
-                                m.d.sync += [
-                                    store_q[k].zero_point.eq(q.zero_point),
-                                    store_q[k].low.eq(low),
-                                    store_q[k].high.eq(q.act_max),
-                                    store_q[k].multiplier.eq(q.multiplier),
-                                    store_q[k].shift.eq(q.shift),
-                                ]
+            for k in range(2):
+                with m.If(comp.q_flag & (comp.core.acc_bank == k)):
+                    m.d.sync += store_q[k].eq(done_q)
 
         # --- store stage ----------------------------------------------------------------------
         head = data.View(_store_record_layout(), stores.r_data)

@@ -45,9 +45,6 @@ THESIS_HW_CYCLES = {
     22: 47_893_013, 23: 47_642_604, 24: 47_519_053, 25: 187_780_605, 26: 189_312_157,
     27: 189_011_585,
 }
-#: (row, case, reason) of the Table 5.1 rows the compiler cannot tile (filled by
-#: :func:`thesis_cases`).
-REFUSED = []
 _PRECISION_OF_BITS = {16: Precision.A16W16, 8: Precision.A8W8, 4: Precision.A4W4}
 
 
@@ -63,6 +60,7 @@ class BenchCase:
     macs: int
     reference_exact: bool = True     # the golden model's output equals the reference
     thesis_row: int | None = None
+    refused: str | None = None       # why the compiler cannot tile it (then it is not run)
     result: dict | None = None
 
     @property
@@ -94,89 +92,70 @@ def _layer_macs(program):
     return total
 
 
+def _case(group, name, program, config, precision, want, **fields):
+    """A case whose golden run is checked against the layer's reference output ``want``."""
+    memory, status = program.run_golden()
+    return BenchCase(group, name, program, config, precision, _layer_macs(program),
+                     reference_exact=bool(status.done and np.array_equal(
+                         program.output(memory), want)), **fields)
+
+
+def _random_case(group, name, config, precision, out_bits, shape, *, pad, seed,
+                 min_row_tiles=1, **fields):
+    """A random ``(H, W, Cin, Cout, k)`` layer, stride 1, tiled by the compiler."""
+    h, w, cin, cout, k = shape
+    x, weights, qb, cmd, want = random_conv(np.random.default_rng(seed), precision, out_bits,
+                                            cin=cin, cout=cout, kernel=(k, k), size=(h, w),
+                                            stride=(1, 1), pad=(pad,) * 4)
+    program, _ = compiler_program(x, weights, qb, cmd, config, name=group,
+                                  min_row_tiles=min_row_tiles)
+    return _case(group, name, program, config, precision, want, **fields)
+
+
 def mlperf_cases(config=DEFAULT_CONFIG, models=("resnet8", "dscnn", "vww")):
-    cases = []
-    for model in models:
-        for name, program, _, want in model_conv_programs(model, config):
-            memory, status = program.run_golden()
-            cases.append(BenchCase("mlperf", f"{model} {name}", program, config,
-                                   Precision.A8W8, _layer_macs(program),
-                                   reference_exact=bool(status.done and np.array_equal(
-                                       program.output(memory), want))))
-    return cases
+    return [_case("mlperf", f"{model} {name}", program, config, Precision.A8W8, want)
+            for model in models
+            for name, program, _, want in model_conv_programs(model, config)]
 
 
 def precision_cases(config=DEFAULT_CONFIG, shape=(32, 32, 16, 16, 3), row_tiles=8):
-    h, w, cin, cout, k = shape
-    cases = []
-    for p in (Precision.A16W16, Precision.A16W8, Precision.A8W8, Precision.A8W4,
-              Precision.A4W4):
-        rng = np.random.default_rng(7)
-        x, weights, qb, cmd, want = random_conv(rng, p, p.act_bits, cin=cin, cout=cout,
-                                                kernel=(k, k), size=(h, w), stride=(1, 1),
-                                                pad=(k // 2,) * 4)
-        program, _ = compiler_program(x, weights, qb, cmd, config, name="sweep",
-                                      min_row_tiles=row_tiles)
-        memory, status = program.run_golden()
-        cases.append(BenchCase("precision", p.label, program, config, p, _layer_macs(program),
-                               reference_exact=bool(status.done and np.array_equal(
-                                   program.output(memory), want))))
-    return cases
+    return [_random_case("precision", p.label, config, p, p.act_bits, shape,
+                         pad=shape[4] // 2, seed=7, min_row_tiles=row_tiles)
+            for p in (Precision.A16W16, Precision.A16W8, Precision.A8W8, Precision.A8W4,
+                      Precision.A4W4)]
 
 
 def overhead_cases(config=DEFAULT_CONFIG, shape=(32, 32, 16, 16, 3), row_tiles=(8, 16, 32)):
-    """The precision sweep's layer at a8w8 cut into more and more row stripes: the extra
-    cycles per extra command are the pipeline's per-command overhead (the layer stays
+    """The precision sweep's layer at a8w8 cut into more and more row stripes: the fill and
+    drain shrink while the idle cycles per command boundary stay (the layer stays
     compute-bound, so loads and stores stay hidden)."""
-    h, w, cin, cout, k = shape
-    cases = []
-    for tiles in row_tiles:
-        rng = np.random.default_rng(7)
-        x, weights, qb, cmd, want = random_conv(rng, Precision.A8W8, 8, cin=cin, cout=cout,
-                                                kernel=(k, k), size=(h, w), stride=(1, 1),
-                                                pad=(k // 2,) * 4)
-        program, _ = compiler_program(x, weights, qb, cmd, config, name="overhead",
-                                      min_row_tiles=tiles)
-        memory, status = program.run_golden()
-        cases.append(BenchCase("overhead", f"{tiles} row stripes", program, config,
-                               Precision.A8W8, _layer_macs(program),
-                               reference_exact=bool(status.done and np.array_equal(
-                                   program.output(memory), want))))
-    return cases
+    return [_random_case("overhead", f"{tiles} row stripes", config, Precision.A8W8, 8, shape,
+                         pad=shape[4] // 2, seed=7, min_row_tiles=tiles)
+            for tiles in row_tiles]
 
 
 def thesis_cases():
-    """Table 5.1's rows that the compiler can tile on the row's build; the others are kept
-    in :data:`REFUSED` with the compiler's reason."""
+    """Table 5.1's rows on builds with the row's PEs and PLM sizes; a row the compiler
+    cannot tile becomes a case with ``refused`` set to the compiler's reason."""
     from sw.tiling.capacity import TilingError
     from sw.tiling.thesis import TABLE_5_1, plm_limits
     from sw.workloads.seed_layers import THESIS_LAYERS
 
     cases = []
-    refused = REFUSED
-    refused.clear()
     for row, (name, label, pe, bits, _, _) in enumerate(TABLE_5_1, 1):
         limits = plm_limits(label, pe)
         config = AcceleratorConfig(pes=pe, plm_in_words=-(-limits.plm_in // 4) * 4,
                                    plm_w_words=-(-limits.plm_w // pe) * pe,
                                    plm_acc_words=-(-limits.plm_out // pe) * pe,
                                    max_width=128)
-        h, w, cin, cout, k = THESIS_LAYERS[name]
         p = _PRECISION_OF_BITS[bits]
-        rng = np.random.default_rng(row)
-        x, weights, qb, cmd, want = random_conv(rng, p, bits, cin=cin, cout=cout,
-                                                kernel=(k, k), size=(h, w), stride=(1, 1),
-                                                pad=(0, 0, 0, 0))
+        title = f"{name} {label} PE{pe} {bits}-bit"
         try:
-            program, _ = compiler_program(x, weights, qb, cmd, config, name=name)
+            cases.append(_random_case("thesis", title, config, p, bits, THESIS_LAYERS[name],
+                                      pad=0, seed=row, thesis_row=row))
         except TilingError as error:
-            refused.append((row, f"{name} {label} PE{pe} {bits}-bit", str(error)))
-            continue
-        memory, status = program.run_golden()
-        cases.append(BenchCase("thesis", f"{name} {label} PE{pe} {bits}-bit", program, config,
-                               p, _layer_macs(program), thesis_row=row,
-                               reference_exact=bool(status.done and np.array_equal(
-                                   program.output(memory), want))))
+            cases.append(BenchCase("thesis", title, None, config, p, 0, thesis_row=row,
+                                   refused=str(error)))
     return cases
 
 
@@ -185,10 +164,7 @@ def demo_layer(layer="01_conv_2d", config=DEFAULT_CONFIG):
     figures and return whether it was bit-exact."""
     name, program, tiling, want = next(
         entry for entry in model_conv_programs("resnet8", config) if entry[0] == layer)
-    memory, status = program.run_golden()
-    case = BenchCase("demo", f"resnet8 {name}", program, config, Precision.A8W8,
-                     _layer_macs(program), reference_exact=bool(
-                         status.done and np.array_equal(program.output(memory), want)))
+    case = _case("demo", f"resnet8 {name}", program, config, Precision.A8W8, want)
     run_cases([case])
     r = case.result
     print(f"layer {name}: {program.count} commands (tiles of {tiling.rows} rows, "
@@ -210,7 +186,7 @@ def _design(config):
 def run_cases(cases, *, log=print):
     """Run every case on Verilator (one build per configuration); fills ``case.result``."""
     by_config = {}
-    for case in cases:
+    for case in (c for c in cases if c.refused is None):
         by_config.setdefault(case.config, []).append(case)
     for config, group in by_config.items():
         design = _design(config)
@@ -278,12 +254,13 @@ def thesis_table(cases):
         r = c.result
         thesis = THESIS_HW_CYCLES[c.thesis_row]
         approx = "≈" if c.thesis_row <= 12 else ""
+        if c.refused:
+            lines.append(f"| {c.thesis_row} | {c.name} | {approx}{thesis:,} | - | - | - | - | "
+                         f"not run: {c.refused} |")
+            continue
         lines.append(f"| {c.thesis_row} | {c.name} | {approx}{thesis:,} | {r['tiles']} | "
                      f"{r['cycles']:,} | {thesis / r['cycles']:,.0f}x | {c.utilisation:.1%} "
                      f"| {_exact(c)} |")
-    for row, name, reason in REFUSED:
-        lines.append(f"| {row} | {name} | {THESIS_HW_CYCLES[row]:,} | - | - | - | - | "
-                     f"not run: {reason} |")
     return "\n".join(lines)
 
 
@@ -310,7 +287,7 @@ def main(*, write_results=False, groups=GROUPS):
         write_results_section("bench-conv2d", _section(dict(text)))
         print("wrote docs/results.md")
     return all(c.result["exact"] and c.reference_exact
-               for group in cases.values() for c in group)
+               for group in cases.values() for c in group if c.refused is None)
 
 
 def _section(tables):

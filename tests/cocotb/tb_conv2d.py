@@ -8,6 +8,7 @@ interrupt and compares the status word, the counters and the *whole* memory imag
 golden model's, so a write anywhere outside a tile's output region fails the test.
 """
 
+import os
 import random
 from dataclasses import replace
 
@@ -19,7 +20,13 @@ from hls_ref.descriptor import DESCRIPTOR_BYTES, ErrorCode, check
 from hls_ref.socket import SocketModel, store_request
 from sim.accelerator_host import AcceleratorHost
 from sim.runner import Design
-from sw.program import ProgramError, conv2d_program, random_conv, random_splits
+from sw.program import (
+    ProgramError,
+    conv2d_program,
+    model_conv_programs,
+    random_conv,
+    random_splits,
+)
 
 MEMORY_BYTES = 1 << 20
 
@@ -208,10 +215,6 @@ async def real_layers(dut):
     ``TESSERA_REAL_LAYERS=all`` runs every conv layer, else the first of each model. Icarus
     runs each list's first ``TESSERA_REAL_PREFIX`` commands (default 2; it simulates about
     a hundred times slower than Verilator)."""
-    import os
-
-    from sw.program import model_conv_programs
-
     config, host = await start(dut, cocotb.RANDOM_SEED)
     everything = os.environ.get("TESSERA_REAL_LAYERS") == "all"
     prefix = int(os.environ.get("TESSERA_REAL_PREFIX", "2"))
