@@ -98,7 +98,7 @@ class Conv2DAccelerator(wiring.Component):
         The build: PEs, PLM banks, limits, precisions (``hls_ref.config``). The register
         map's constants and the hardware checks come from it.
     pe_stages : int
-        Pipeline stages of the ST multipliers.
+        Pipeline stages of the ST multipliers (3: the ECP5 timing needs every boundary).
     requant_stages : int or None
         Pipeline stages of the requantizer (its default if None).
     max_burst, max_outstanding : int
@@ -114,7 +114,7 @@ class Conv2DAccelerator(wiring.Component):
         ``CTRL.irq_enable & (STATUS.done | STATUS.error)``.
     """
 
-    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=2, requant_stages=None,
+    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=3, requant_stages=None,
                  max_burst=16, max_outstanding=4):
         if not isinstance(config, AcceleratorConfig):
             raise TypeError(f"config must be an AcceleratorConfig, not {config!r}")
@@ -326,8 +326,7 @@ class Conv2DAccelerator(wiring.Component):
         act_shift = 4 - lane_shift                     # log2(act_bits)
         supported = Const(sum(1 << p.value for p in config.precisions), 8)
         max_kh, max_kw = config.max_kernel
-        early = Const(0, 8)
-        for code, failed in reversed([
+        early_checks = [
             (ErrorCode.BAD_OP, d.op != Op.CONV2D),
             (ErrorCode.BAD_PRECISION, ~supported.bit_select(prec, 1)),
             (ErrorCode.BAD_OUT_WIDTH, d.out_width == 3),
@@ -343,8 +342,7 @@ class Conv2DAccelerator(wiring.Component):
             (ErrorCode.ROW_TOO_WIDE, d.in_w > config.max_width),
             (ErrorCode.TILE_TOO_SMALL, (d.in_h + d.pad_top + d.pad_bottom < d.kernel_h)
              | (d.in_w + d.pad_left + d.pad_right < d.kernel_w)),
-        ]):
-            early = Mux(failed, code, early)
+        ]
 
         # values the decode steps keep
         groups = Signal(17)
@@ -360,8 +358,9 @@ class Conv2DAccelerator(wiring.Component):
         gw = Signal(36)                  # groups * in_w
         x_block = Signal(36)
         s_block = Signal(36)
-        mul_a = Signal(_MUL_WIDTH)
+        mul_a = Signal(_MUL_WIDTH)       # registered operands: the multiplier has a cycle
         mul_b = Signal(_MUL_WIDTH)
+        mul_phase = Signal()             # 0: operands are registered; 1: the product is kept
         product = Signal(2 * _MUL_WIDTH)
         m.d.comb += product.eq(mul_a * mul_b)
 
@@ -411,16 +410,26 @@ class Conv2DAccelerator(wiring.Component):
             | (~row_mode & ((op_bits[:3] != 0) | (seg_bits[:3] != 0)
                             | ((seg_bits >> 3) > MAX_SEGMENT_BYTES)))
         )
-        late = Const(0, 8)
-        for code, failed in reversed([
+        late_checks = [
             (ErrorCode.INPUT_TOO_LARGE, (hw > in_words) | (x_words > in_words)),
             (ErrorCode.WEIGHTS_TOO_LARGE, w_need > w_rows),
             (ErrorCode.OUTPUT_TOO_LARGE, o_pix > acc_rows),
             (ErrorCode.BAD_LAYOUT, layout_bad),
             (ErrorCode.ACC_STATE, d.acc_flag & ~(acc_valid & (acc_h == out_h)
                                                  & (acc_w == out_w))),
-        ]):
-            late = Mux(failed, code, late)
+        ]
+        # The checks' results are registered, and their codes chosen by priority from the
+        # registers a cycle later (one deep comparison-and-priority path would limit Fmax).
+        early_failed = Signal(len(early_checks))
+        late_failed = Signal(len(late_checks))
+        x_merge2_r = Signal()
+        s_merge_r = Signal()
+
+        def first_code(checks, failed):
+            code = Const(0, 8)
+            for n in reversed(range(len(checks))):
+                code = Mux(failed[n], checks[n][0], code)
+            return code
 
         pad = d.pad_value.as_unsigned()
         pad_word = Mux(lane_shift == 2, pad[:4].replicate(4),
@@ -461,7 +470,7 @@ class Conv2DAccelerator(wiring.Component):
                         m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += [
-                    f_code.eq(early),
+                    early_failed.eq(Cat(failed for _, failed in early_checks)),
                     groups.eq((d.in_c + (Const(1, 3) << lane_shift) - 1) >> lane_shift),
                     out_h.eq(((d.in_h + d.pad_top + d.pad_bottom - d.kernel_h)
                               >> (d.stride_h == 2)) + 1),
@@ -470,6 +479,9 @@ class Conv2DAccelerator(wiring.Component):
                     a_shift.eq(act_shift),
                     o_shift.eq(d.out_width + 2),
                 ]
+                m.next = "CODE"
+            with m.State("CODE"):
+                m.d.sync += f_code.eq(first_code(early_checks, early_failed))
                 m.next = "MUL0"
             # one product per cycle through the shared multiplier
             steps = [
@@ -484,15 +496,21 @@ class Conv2DAccelerator(wiring.Component):
             ]
             for n, (a, b, target) in enumerate(steps):
                 with m.State(f"MUL{n}"):
-                    with m.If((n == 0) & (f_code != 0)):
+                    with m.If((n == 0) & ~mul_phase & (f_code != 0)):
                         m.d.sync += fail(f_code)
                         m.next = "STOPPED"
+                    with m.Elif(~mul_phase):
+                        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_phase.eq(1)]
                     with m.Else():
-                        m.d.comb += [mul_a.eq(a), mul_b.eq(b)]
-                        m.d.sync += target.eq(product)
-                        m.next = f"MUL{n + 1}" if n + 1 < len(steps) else "DECIDE"
+                        m.d.sync += [target.eq(product), mul_phase.eq(0)]
+                        m.next = f"MUL{n + 1}" if n + 1 < len(steps) else "LATE"
+            with m.State("LATE"):
+                m.d.sync += [late_failed.eq(Cat(failed for _, failed in late_checks)),
+                             x_merge2_r.eq(x_merge2), s_merge_r.eq(s_merge)]
+                m.next = "DECIDE"
             with m.State("DECIDE"):
-                with m.If(late != 0):
+                late = first_code(late_checks, late_failed)
+                with m.If(late_failed != 0):
                     m.d.sync += fail(late)
                     m.next = "STOPPED"
                 with m.Else():
@@ -517,20 +535,20 @@ class Conv2DAccelerator(wiring.Component):
                         st.row_step.eq(or_bits[3:6]),
                         st.pixel_step.eq(op_bits[3:6]),
                         st.pixel_segments.eq(~row_mode & (out_w > 1)),
-                        st.row_segments.eq((out_h > 1) & ~s_merge),
+                        st.row_segments.eq((out_h > 1) & ~s_merge_r),
                         st.row_align.eq(row_mode),
                         sreq.addr.eq(d.out_addr),
-                        sreq.seg_bytes.eq(Mux(s_merge, s_block, s_seg)),
+                        sreq.seg_bytes.eq(Mux(s_merge_r, s_block, s_seg)),
                         sreq.inner_count.eq(s_inner),
                         sreq.inner_stride.eq(op_bits[3:35]),
-                        sreq.outer_count.eq(Mux(s_merge, 1, out_h)),
+                        sreq.outer_count.eq(Mux(s_merge_r, 1, out_h)),
                         sreq.outer_stride.eq(s_ostride),
                         # the loads: input tile first
                         req.addr.eq(d.in_addr),
-                        req.seg_bytes.eq(Mux(x_merge2, x_block, x_seg1)),
+                        req.seg_bytes.eq(Mux(x_merge2_r, x_block, x_seg1)),
                         req.inner_count.eq(x_inner1),
                         req.inner_stride.eq(x_istride),
-                        req.outer_count.eq(Mux(x_merge2, 1, d.in_h)),
+                        req.outer_count.eq(Mux(x_merge2_r, 1, d.in_h)),
                         req.outer_stride.eq(x_ostride),
                         req.tag.eq(_TAG_INPUT),
                         load_q.eq(~d.acc_flag | d.q_flag),
@@ -720,7 +738,7 @@ class Conv2DAccelerator(wiring.Component):
             mine = store_owns & (st.store.acc_bank == k)
             m.d.comb += [
                 rd.addr.eq(Mux(mine, store.acc_rd.addr[:acc_bits], core.acc_rd.addr[:acc_bits])),
-                rd.en.eq(Mux(mine, store.acc_rd.en, core.acc_rd.en)),
+                rd.en.eq(1),             # both readers read every cycle
                 wr.addr.eq(core.acc_wr.addr[:acc_bits]),
                 wr.data.eq(core.acc_wr.data),
                 wr.en.eq(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)),

@@ -259,9 +259,11 @@ class ConvCore(wiring.Component):
         sums_c = Signal.like(pe_row.o.payload)
         valid_c = Signal()
         pixel_c = Signal(acc_bits)
+        # read every cycle: the address holds until the next sum, so the data is the partial
+        # sum of ``pixel_c`` when it is used (an enable would fan out to every read-data bit)
         m.d.comb += [
             self.acc_rd.addr.eq(pixel | (cmd.acc_bank << acc_bits)),
-            self.acc_rd.en.eq(pe_row.o.valid),
+            self.acc_rd.en.eq(1),
         ]
         m.d.sync += [valid_c.eq(pe_row.o.valid), sums_c.eq(pe_row.o.payload),
                      pixel_c.eq(pixel)]

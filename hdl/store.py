@@ -9,12 +9,16 @@ beat leaves when it is full or its segment ends, and rows of half-byte pixels ar
 to a whole byte. Segments are those of :func:`hls_ref.socket.store_request` (the pixels of a
 row, or rows, merge into one segment when they are contiguous in memory).
 
-One element per cycle enters the requantizer, across pixels too (the next pixel's sums are
-read while the current one is being sent).
+One element per cycle enters the requantizer, across pixels too: the accumulator PLM's read
+data always holds the current pixel's sums (the next pixel is addressed in the cycle that sends
+the current one's last element). For timing, nothing waits on a combinational ready chain: the
+requantizer never stalls (elements enter it only against credits for the FIFO behind it), and
+the DMA writer's ready reaches only that FIFO's read side.
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .params import check_int
@@ -68,6 +72,10 @@ def store_quant_layout(pes):
 
 _FLAGS = data.StructLayout({"zero": 1, "align": 1, "flush": 1, "lane": 3, "last": 1})
 
+#: Requantized elements in flight: the requantizer's stages plus the element register, and
+#: room for the packer to fall behind by a beat.
+_FIFO_DEPTH = 16
+
 
 class StoreUnit(wiring.Component):
     """Requantizes and packs one output tile (see the module docstring).
@@ -89,7 +97,8 @@ class StoreUnit(wiring.Component):
     q : ``In(...)``
         ``zero_point``, ``low``, ``high`` (the final clamp) and per-PE ``multiplier``, ``shift``.
     acc_rd : ``In(ReadPort.Signature)``
-        The accumulator PLM, bank bit on top of the row address.
+        The accumulator PLM, bank bit on top of the row address; ``en`` is always 1 (the unit
+        relies on the read data following the address).
     beats : ``Out(stream.Signature(64))``
         Lane-aligned beats for the DMA writer.
     busy : ``Out(1)``
@@ -117,37 +126,45 @@ class StoreUnit(wiring.Component):
         m.submodules.requant = rq = Requantizer(user_width=_FLAGS.size, **self._requant)
 
         # --- element source: pixel after pixel, out_seg elements each ------------------------
-        pixel = Signal(2 * _DIM)                 # pixel being sent
-        pixels = Signal(2 * _DIM)
-        m.d.comb += pixels.eq(cfg.out_h * cfg.out_w)
+        # The accumulator PLM is read every cycle at the current pixel, or at the next one in
+        # the cycle that finishes the current one, so its read data always holds the sums of
+        # the pixel being sent: no enable and no copy of the sums (a wide, high-fan-out load).
+        # Elements enter the requantizer only against credits for the FIFO behind it, so the
+        # requantizer never stalls and the DMA writer's ready reaches no further than the FIFO.
+        pixel = Signal(row_bits)                 # accumulator row of the pixel being sent
         col = Signal(_DIM)
+        out_row = Signal(_DIM)
         k = Signal(_DIM)
-        row = Signal.like(self.acc_rd.data)      # the sums of ``pixel``
-        have = Signal()                          # ``row`` holds a pixel still to send
-        reading = Signal()                       # the first read is in flight
+        have = Signal()                          # the read data holds a pixel still to send
+        priming = Signal()                       # the first pixel's sums are being read
         busy = Signal()
         seg_lane = Signal(3)                     # lane of the current pixel's segment
         row_lane = Signal(3)                     # lane of the current row's first segment
         m.d.comb += self.busy.eq(busy)
 
-        fetch = Signal()                         # read the next pixel's sums this cycle
-        fetch_addr = Signal(2 * _DIM)
-        m.d.comb += [
-            self.acc_rd.addr.eq(fetch_addr[:row_bits] | (cfg.acc_bank << row_bits)),
-            self.acc_rd.en.eq(fetch),
-        ]
-        with m.If(self.start & ~busy):
-            m.d.sync += [busy.eq(1), reading.eq(1), pixel.eq(0), col.eq(0), k.eq(0),
-                         row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
-            m.d.comb += [fetch.eq(1), fetch_addr.eq(0)]
-        with m.If(reading):
-            # sums of pixel 0 arrive; read pixel 1 behind them
-            m.d.sync += [reading.eq(0), have.eq(1), row.eq(self.acc_rd.data)]
-            m.d.comb += [fetch.eq(1), fetch_addr.eq(1)]
+        depth = _FIFO_DEPTH
+        credits = Signal(range(depth + 1), init=depth)
+        issue = Signal()                         # an element enters the pipeline this cycle
+        popped = Signal()                        # the packer takes an element from the FIFO
+        m.d.comb += issue.eq(have & (credits != 0))
+        m.d.sync += credits.eq(credits - issue + popped)
 
         last_k = k == cfg.out_seg - 1
         last_col = col == cfg.out_w - 1
-        last_pixel = pixel == pixels - 1
+        last_row = out_row == cfg.out_h - 1
+        last_pixel = last_row & last_col
+        next_pixel = issue & last_k
+        m.d.comb += [
+            self.acc_rd.addr.eq(Mux(next_pixel, (pixel + 1)[:row_bits], pixel)
+                                | (cfg.acc_bank << row_bits)),
+            self.acc_rd.en.eq(1),
+        ]
+        with m.If(self.start & ~busy):
+            m.d.sync += [busy.eq(1), priming.eq(1), pixel.eq(0), col.eq(0), out_row.eq(0),
+                         k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
+        with m.If(priming):
+            m.d.sync += [priming.eq(0), have.eq(1)]
+
         next_row_lane = (row_lane + cfg.row_step)[:3]
         flags = Signal(_FLAGS)
         # where the next segment starts, when this element ends one
@@ -164,39 +181,48 @@ class StoreUnit(wiring.Component):
             with m.Elif(last_col & (cfg.pixel_segments | cfg.row_segments)):
                 m.d.comb += [flags.flush.eq(1), flags.lane.eq(next_row_lane)]
 
-        acc = Signal(signed(_ACC))
-        mult = Signal(31)
-        shift = Signal(signed(8))
-        with m.Switch(k):
-            for pe in range(self._pes):
-                with m.Case(pe):
-                    m.d.comb += [acc.eq(row[pe]), mult.eq(q.multiplier[pe]),
-                                 shift.eq(q.shift[pe])]
+        # the element register: the requantizer's operands, one cycle behind the selection
+        sums = self.acc_rd.data
+        element_valid = Signal()
+        element = Signal(rq.input_layout)
+        m.d.sync += element_valid.eq(issue)
+        with m.If(issue):
+            m.d.sync += [
+                element.zero_point.eq(q.zero_point),
+                element.low.eq(q.low),
+                element.high.eq(q.high),
+                element.user.eq(flags),
+            ]
+            with m.Switch(k):
+                for pe in range(self._pes):
+                    with m.Case(pe):
+                        m.d.sync += [element.acc.eq(sums[pe]),
+                                     element.multiplier.eq(q.multiplier[pe]),
+                                     element.shift.eq(q.shift[pe])]
         m.d.comb += [
-            rq.i.valid.eq(have),
-            rq.i.payload.acc.eq(acc),
-            rq.i.payload.multiplier.eq(mult),
-            rq.i.payload.shift.eq(shift),
-            rq.i.payload.zero_point.eq(q.zero_point),
-            rq.i.payload.low.eq(q.low),
-            rq.i.payload.high.eq(q.high),
-            rq.i.payload.user.eq(flags),
+            rq.i.valid.eq(element_valid),
+            rq.i.payload.eq(element),
+            rq.o.ready.eq(1),
         ]
-        with m.If(rq.i.valid & rq.i.ready):
+        with m.If(issue):
             m.d.sync += k.eq(k + 1)
             with m.If(last_k):
                 m.d.sync += [k.eq(0), pixel.eq(pixel + 1), col.eq(col + 1)]
                 with m.If(flags.flush):
                     m.d.sync += seg_lane.eq(flags.lane)
                 with m.If(last_col):
-                    m.d.sync += [col.eq(0), row_lane.eq(next_row_lane),
-                                 seg_lane.eq(next_row_lane)]
+                    m.d.sync += [col.eq(0), out_row.eq(out_row + 1),
+                                 row_lane.eq(next_row_lane), seg_lane.eq(next_row_lane)]
                 with m.If(last_pixel):
                     m.d.sync += have.eq(0)
-                with m.Else():
-                    # sums of pixel + 1 were read behind this pixel's; read pixel + 2
-                    m.d.sync += row.eq(self.acc_rd.data)
-                    m.d.comb += [fetch.eq(1), fetch_addr.eq(pixel + 2)]
+
+        # requantized elements wait here for the packer; credits guarantee the room
+        m.submodules.results = results = SyncFIFOBuffered(
+            width=16 + _FLAGS.size, depth=depth)
+        m.d.comb += [
+            results.w_en.eq(rq.o.valid),
+            results.w_data.eq(Cat(rq.o.payload.value, rq.o.payload.user)),
+        ]
 
         # --- packer ---------------------------------------------------------------------------
         buf = Signal(64)
@@ -214,19 +240,23 @@ class StoreUnit(wiring.Component):
 
         width = Signal(5)
         m.d.comb += width.eq(Mux(cfg.out_bits == 0, 4, Mux(cfg.out_bits == 1, 8, 16)))
-        element = Signal(16)
+        packed = Signal(16)
         out_flags = Signal(_FLAGS)
-        m.d.comb += out_flags.eq(rq.o.payload.user)
+        value = results.r_data[:16]
+        m.d.comb += out_flags.eq(results.r_data[16:])
         mask = Mux(cfg.out_bits == 0, 0xF, Mux(cfg.out_bits == 1, 0xFF, 0xFFFF))
-        m.d.comb += element.eq(Mux(out_flags.zero, 0, rq.o.payload.value.as_unsigned() & mask))
+        m.d.comb += packed.eq(Mux(out_flags.zero, 0, value & mask))
         merged = Signal(64)
-        m.d.comb += merged.eq(buf | (element << pos)[:64])
+        m.d.comb += merged.eq(buf | (packed << pos)[:64])
         after = Signal(8)
         m.d.comb += after.eq(pos + width)
         with m.If(out_flags.align):
             m.d.comb += after.eq((pos + width + 7) & ~7)
-        m.d.comb += rq.o.ready.eq(~out_valid | self.beats.ready)
-        with m.If(rq.o.valid & rq.o.ready):
+        m.d.comb += [
+            results.r_en.eq(~out_valid | self.beats.ready),
+            popped.eq(results.r_en & results.r_rdy),
+        ]
+        with m.If(popped):
             with m.If(out_flags.flush | (after >= 64)):
                 m.d.sync += [out_valid.eq(1), out_data.eq(merged), buf.eq(0),
                              pos.eq(Mux(out_flags.flush, out_flags.lane * 8, 0)),
