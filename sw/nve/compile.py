@@ -1,0 +1,339 @@
+"""Compiling a layer: output maps -> groups -> scheduled, allocated, emitted programs.
+
+For every group of output maps (one map per group unless ``groups`` says otherwise) the code
+generator builds the iteration's task graph for each candidate coefficient layout, modulo
+schedules it, keeps the layout with the smallest II (then the shortest iteration span), places
+the data in the local buffer and emits the program: the ``standard`` form when it fits the
+instruction buffer, else the ``compact`` one (:mod:`.emit`). Every program is checked before it
+is returned: the memory side symbolically at the layer's row length (:func:`.emit.check_memory`)
+and, with ``check=True``, one band of random data on the instruction-set simulator against the
+golden layer model, with the same program text at a few iterations.
+
+Groups with the same structure (maps, input counts and sharing) get the same program, so a
+layer of 80 alike maps is scheduled once.
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hls_ref.nve.isa import DEFAULT_CONFIG, Settings
+from hls_ref.nve.iss import Nve
+from hls_ref.nve.layers import NveLayer, conv_layer, random_layer_data
+
+from .alloc import allocate
+from .bands import band_stream, coefficient_words, padded_input, place_outputs
+from .columns import column_layout
+from .emit import FormError, check_memory, emit
+from .errors import NveCompileError
+from .layout import candidate_layouts
+from .modulo import flat_schedule, modulo_schedule
+from .taskgraph import GroupSpec, build_graph, forbidden_starts
+
+__all__ = ["CompiledGroup", "CompiledLayer", "compile_group", "compile_layer"]
+
+_FORMS = ("auto", "standard", "compact")
+_CHECK_SEED = 3003
+
+
+@dataclass(frozen=True)
+class CompiledGroup:
+    """One group's program and everything needed to run it band by band.
+
+    ``spec``: the group (maps, inputs, geometry); ``graph``: its task graph with the chosen
+    coefficient layout; ``schedule``: the verified modulo schedule; ``flat``: the
+    single-iteration schedule before modulo scheduling; ``plan``: the local-buffer plan;
+    ``emitted``: program, stream and output plans for ``layer.out_w`` iterations per band.
+    """
+
+    spec: GroupSpec
+    graph: object
+    schedule: object
+    flat: object
+    plan: object
+    emitted: object
+    bands: int
+
+    @property
+    def program(self):
+        """The :class:`hls_ref.nve.isa.Program` (identity LUT, shift 0; a run sets both)."""
+        return self.emitted.program
+
+    @property
+    def lanes(self):
+        """Output rows per band (16; 8 in half-vector mode)."""
+        return self.spec.columns.lanes
+
+    @property
+    def ii(self):
+        """Loop-body cycles per output column (initiation interval)."""
+        return self.schedule.ii
+
+    @property
+    def flat_length(self):
+        """Cycles per output column of the single-iteration schedule (no overlap)."""
+        return self.flat.ii
+
+    @property
+    def macs_per_iteration(self):
+        """``mac`` operations per output column vector."""
+        return self.graph.mac_count
+
+    @property
+    def steady_mac_per_instruction(self):
+        """Useful lane MACs per loop-body instruction in the steady state:
+        ``lanes * macs / II`` (the seed's Table 5 metric; 8 useful lanes in half-vector
+        mode)."""
+        return self.lanes * self.macs_per_iteration / self.ii
+
+    @property
+    def layouts(self):
+        """Coefficients per ``set.w`` of every map (chunk sizes)."""
+        return self.graph.layouts
+
+    @property
+    def instructions_per_band(self):
+        """Instructions one band executes."""
+        return self.emitted.instructions
+
+    def coefficient_words(self, weights, bias):
+        """The coefficient words of this group for the layer's ``weights`` (list per output
+        map) and ``bias``."""
+        return coefficient_words(self.graph, [weights[m] for m in self.spec.maps],
+                                 [bias[m] for m in self.spec.maps])
+
+
+@dataclass(frozen=True)
+class CompiledLayer:
+    """The compiled groups of a layer and the layer-level figures derived from them (exact:
+    every band of a group executes the same instructions)."""
+
+    layer: NveLayer
+    name: str
+    groups: tuple
+
+    @property
+    def maps(self):
+        """The compiled output maps."""
+        return tuple(m for g in self.groups for m in g.spec.maps)
+
+    @property
+    def macs(self):
+        """Useful MACs of the compiled maps over the whole layer."""
+        layer = self.layer
+        pairs = sum(len(layer.connections[m]) for m in self.maps)
+        return layer.out_h * layer.out_w * layer.kernel_h * layer.kernel_w * pairs
+
+    @property
+    def instructions(self):
+        """Instructions of all bands of all groups."""
+        return sum(g.bands * g.instructions_per_band for g in self.groups)
+
+    @property
+    def steady_mac_per_instruction(self):
+        """Useful lane MACs per loop-body instruction over the layer's steady state
+        (``sum lanes * macs * bands / sum II * bands``)."""
+        num = sum(g.bands * g.lanes * g.macs_per_iteration for g in self.groups)
+        return num / sum(g.bands * g.ii for g in self.groups)
+
+    @property
+    def layer_mac_per_instruction(self):
+        """Layer MACs per executed instruction, partial bands, init parts, prologues and
+        epilogues included."""
+        return self.macs / self.instructions
+
+    @property
+    def input_words(self):
+        """Input-stream words: each program once, then every band's data words."""
+        return sum(g.program.size + g.bands * len(g.emitted.stream) for g in self.groups)
+
+    @property
+    def output_words(self):
+        """Output-stream words of all bands (discarded words included)."""
+        return sum(g.bands * len(g.emitted.outputs) for g in self.groups)
+
+
+def _spec(layer, maps, half, name):
+    inputs = tuple(sorted({i for m in maps for i in layer.connections[m]}))
+    connections = tuple(tuple(inputs.index(i) for i in layer.connections[m]) for m in maps)
+    columns = column_layout(layer.kernel_h, layer.stride_h, half, name)
+    return GroupSpec(tuple(maps), inputs, connections, layer.kernel_h, layer.kernel_w,
+                     layer.stride_h, layer.stride_w, columns)
+
+
+def _best_schedule(spec):
+    """``(graph, modulo schedule, flat schedule)`` of the candidate coefficient layout with
+    the smallest II, then the shortest span, then the fewest coefficient words."""
+    per_map = [candidate_layouts(1 + len(spec.mac_taps(p)), forbidden_starts(spec, p))
+               for p in range(len(spec.maps))]
+    best = None
+    for k in range(max(len(c) for c in per_map)):
+        layouts = [c[min(k, len(c) - 1)] for c in per_map]
+        graph = build_graph(spec, layouts)
+        flat = flat_schedule(graph)
+        schedule = modulo_schedule(graph, flat=flat)
+        key = (schedule.ii, schedule.span, len(graph.coef_words))
+        if best is None or key < best[0]:
+            best = (key, graph, schedule, flat)
+    return best[1:]
+
+
+def compile_group(layer, maps, *, name="layer", half_vector=None, form="auto",
+                  config=DEFAULT_CONFIG, check=True):
+    """The :class:`CompiledGroup` of output maps ``maps`` of ``layer`` sharing one loop body.
+
+    ``half_vector``: ``None`` chooses (for one-tap phases, the better of both modes by steady
+    MAC/instruction), ``True``/``False`` forces. ``form``: ``"auto"`` (standard if it fits the
+    instruction buffer, else compact), ``"standard"`` or ``"compact"``. ``check``: also run one
+    band of random data on the ISS. Raises :class:`NveCompileError` naming ``name`` when the
+    group cannot be mapped.
+    """
+    if form not in _FORMS:
+        raise ValueError(f"form must be one of {_FORMS}, not {form!r}")
+    maps = tuple(maps)
+    if half_vector is None:
+        one_tap = layer.kernel_h <= layer.stride_h
+        modes = (False, True) if one_tap else (False,)
+    else:
+        modes = (bool(half_vector),)
+    options = []
+    for half in modes:
+        spec = _spec(layer, maps, half, name)
+        graph, schedule, flat = _best_schedule(spec)
+        options.append((spec.columns.lanes * graph.mac_count / schedule.ii, -half, spec, graph,
+                        schedule, flat))
+    _, _, spec, graph, schedule, flat = max(options, key=lambda o: o[:2])
+    return _finish(layer, spec, graph, schedule, flat, name, form, config, check)
+
+
+def _finish(layer, spec, graph, schedule, flat, name, form, config, check):
+    plan = allocate(graph, schedule, config, name)
+    n = layer.out_w
+    forms = ("standard", "compact") if form == "auto" else (form,)
+    emitted, sizes = None, []
+    for f in forms:
+        try:
+            candidate = emit(graph, schedule, plan, n, f, config)
+        except FormError:
+            continue
+        sizes.append(f"{f} {candidate.program.size}")
+        if candidate.program.size <= config.instruction_words:
+            emitted = candidate
+            break
+    if emitted is None:
+        raise NveCompileError(
+            f"{name}: the program of maps {list(spec.maps)} (II {schedule.ii}, "
+            f"{plan.coef_words} coefficient words, init + prologue + body + epilogue) needs "
+            f"{' / '.join(sizes) or 'no emittable form'} instructions, more than the "
+            f"{config.instruction_words} of the instruction buffer")
+    if emitted.loop_count > config.max_iterations:
+        raise NveCompileError(f"{name}: {emitted.loop_count} loop-body executions per band, "
+                              f"more than the {config.max_iterations} of the ITERATIONS register")
+    problems = check_memory(emitted, config)
+    if problems:
+        raise AssertionError(f"{name}: memory check failed: {problems[:3]}")
+    bands = -(-layer.out_h // spec.columns.lanes)
+    group = CompiledGroup(spec, graph, schedule, flat, plan, emitted, bands)
+    if check:
+        _iss_check(group, config)
+    return group
+
+
+def _iss_check(group, config):
+    """Run the group's program text on one band of random data with a few iterations on the
+    ISS and compare every output pixel with the golden layer model."""
+    spec, full = group.spec, group.emitted
+    # the fewest iterations with two body executions that keep the program text (the same
+    # remainder modulo the ring depth), or the row itself when it is that short
+    low, ring = full.minimum_iterations + 1, group.plan.ring
+    n = low + (full.iterations - low) % ring if full.iterations >= low else full.iterations
+    emitted = emit(group.graph, group.schedule, group.plan, n, full.form, config)
+    if emitted.program.words != full.program.words:
+        raise AssertionError("the self-check program differs from the compiled one")
+    lanes = spec.columns.lanes
+    small = NveLayer(len(spec.inputs), (lanes - 1) * spec.stride_h + spec.kernel_h,
+                     (n - 1) * spec.stride_w + spec.kernel_w, lanes, n, spec.kernel_h,
+                     spec.kernel_w, spec.stride_h, spec.stride_w, spec.connections)
+    rng = np.random.default_rng(_CHECK_SEED)
+    inputs, weights, bias = random_layer_data(small, rng)
+    lut = rng.integers(-128, 128, 1024)
+    shift = 12
+    expected, _ = conv_layer(inputs, weights, bias, small, shift, lut)
+    probe = replace(group, emitted=emitted, bands=1,
+                    spec=replace(spec, maps=tuple(range(len(spec.maps))),
+                                 inputs=tuple(range(len(spec.inputs)))))
+    got, _ = run_group(probe, small, inputs, weights, bias, shift, lut, config=config)
+    if not np.array_equal(got, expected):
+        bad = np.argwhere(got != expected)
+        raise AssertionError(f"ISS self-check of maps {list(spec.maps)} differs from the golden "
+                             f"model at {len(bad)} outputs, first {bad[0].tolist()}")
+
+
+def run_group(group, layer, inputs, weights, bias, shift, lut, *, bands=None,
+              config=DEFAULT_CONFIG, out=None):
+    """Run every band (or ``bands``) of ``group`` of ``layer`` on one ISS (program loaded
+    once). Returns ``(outputs [out_maps, out_h, out_w] int8, per-band RunResults)``; writes
+    into ``out`` when given."""
+    spec = group.spec
+    if out is None:
+        out = np.zeros(layer.out_shape, dtype=np.int8)
+    padded = padded_input(inputs, layer.pad)[list(spec.inputs)]
+    coef = group.coefficient_words(weights, bias)
+    s = group.program.settings
+    program = replace(group.program, settings=Settings(
+        s.loop_start, s.loop_end, s.iterations, s.agu, int(shift),
+        tuple(int(v) for v in np.asarray(lut).ravel())))
+    nve = Nve(config)
+    nve.load(program)
+    results = []
+    for band in range(group.bands) if bands is None else bands:
+        data = band_stream(group.emitted.stream, coef, padded, spec.columns, band)
+        result = nve.run(data)
+        if result.inputs_used != len(data) or len(result.outputs) != len(group.emitted.outputs):
+            raise AssertionError("the run consumed or produced another number of words than "
+                                 "the program's plan")
+        place_outputs(out, result.outputs, group.emitted.outputs, spec.maps, spec.columns, band)
+        results.append(result)
+    return out, results
+
+
+def _signature(layer, maps):
+    """What a group's program depends on besides the layer geometry."""
+    inputs = sorted({i for m in maps for i in layer.connections[m]})
+    return (len(inputs), tuple(tuple(inputs.index(i) for i in layer.connections[m])
+                               for m in maps))
+
+
+def compile_layer(layer, maps=None, *, groups=None, name=None, half_vector=None, form="auto",
+                  config=DEFAULT_CONFIG, check=True):
+    """Compile ``layer`` (:class:`hls_ref.nve.layers.NveLayer`) into one program per group.
+
+    ``maps``: the output maps to compile, one group each (default: all); ``groups``: explicit
+    groups of maps that share one loop body (fusion), instead of ``maps``. ``name`` names the
+    layer in errors (default: its geometry). Other options as :func:`compile_group`. Returns a
+    :class:`CompiledLayer`.
+    """
+    if name is None:
+        name = (f"{layer.kernel_h}x{layer.kernel_w}/s{layer.stride_h}x{layer.stride_w} layer "
+                f"({layer.in_maps} -> {layer.out_maps} maps, {layer.out_h}x{layer.out_w})")
+    if groups is None:
+        groups = [(m,) for m in (range(layer.out_maps) if maps is None else maps)]
+    elif maps is not None:
+        raise ValueError(f"{name}: give maps or groups, not both")
+    seen = set()
+    for g in groups:
+        for m in g:
+            if not 0 <= m < layer.out_maps or m in seen:
+                raise ValueError(f"{name}: output map {m} is out of range or in two groups")
+            seen.add(m)
+    cache, compiled = {}, []
+    for g in groups:
+        key = _signature(layer, g)
+        if key not in cache:
+            cache[key] = compile_group(layer, g, name=name, half_vector=half_vector, form=form,
+                                       config=config, check=check)
+        base = cache[key]
+        spec = replace(base.spec, maps=tuple(g),
+                       inputs=tuple(sorted({i for m in g for i in layer.connections[m]})))
+        compiled.append(replace(base, spec=spec))
+    return CompiledLayer(layer, name, tuple(compiled))
