@@ -45,7 +45,8 @@ from .conv_core import ConvCore, core_command_layout
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma, dma_request_layout
 from .loaders import InputLoader, QuantLoader, WeightLoader
-from .plm import InputPLM
+from .plm import NO_RW_CHECK, InputPLM
+from .register_slice import RegisterSlice
 from .store import StoreUnit, store_config_layout, store_quant_layout
 
 __all__ = ["Conv2DAccelerator", "conv2d_accelerator", "descriptor_layout"]
@@ -202,7 +203,7 @@ class Conv2DAccelerator(wiring.Component):
         ]
         # weight PLM: one row of ``pes`` words, written four words (one beat) at a time
         m.submodules.w_plm = w_plm = memory.Memory(shape=unsigned(16 * pes),
-                                                   depth=2 << w_bits, init=[])
+                                                   depth=2 << w_bits, init=[], attrs=NO_RW_CHECK)
         w_wr, w_rd = w_plm.write_port(granularity=16), w_plm.read_port()
         m.d.comb += [
             w_wr.addr.eq(w_loader.wr_addr),
@@ -257,9 +258,16 @@ class Conv2DAccelerator(wiring.Component):
 
         # counters: cleared by a start, counting while the list runs
         bus = dma.bus
-        read_beat = dma.rd_data.valid & dma.rd_data.ready
+        # the byte counts of a beat are registered before they are added: the strobes come
+        # from the DMA writer's FIFO head, and the 64-bit adders should not follow it
+        read_beat = Signal()
+        write_beat = Signal()
         written = Signal(4)
-        m.d.comb += written.eq(sum(bus.wstrb[k] for k in range(BEAT_BYTES)))
+        m.d.sync += [
+            read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
+            write_beat.eq(bus.wvalid & bus.wready),
+            written.eq(sum(bus.wstrb[k] for k in range(BEAT_BYTES))),
+        ]
         with m.If(start):
             m.d.sync += [c.eq(0) for c in counters.values()]
             m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
@@ -270,7 +278,7 @@ class Conv2DAccelerator(wiring.Component):
                 counters["BYTES_READ"].eq(counters["BYTES_READ"]
                                           + Mux(read_beat, BEAT_BYTES, 0)),
                 counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"]
-                                             + Mux(bus.wvalid & bus.wready, written, 0)),
+                                             + Mux(write_beat, written, 0)),
             ]
 
         # --- DMA read side: one request register, beats routed by tag -------------------------
@@ -290,21 +298,29 @@ class Conv2DAccelerator(wiring.Component):
         with m.If(dma.rd_done.valid & dma.rd_done.payload.err):
             m.d.sync += rd_err.eq(1)
 
-        beat = dma.rd_data.payload
+        # Read beats pass a register slice on their way to the loaders: the DMA's beat fields
+        # (decoded from its in-flight FIFO) and the input loader's ready both end there.
+        m.submodules.rd_slice = rd_slice = RegisterSlice(dma.rd_data.payload.shape())
+        wiring.connect(m, dma=dma.rd_data, slice=rd_slice.i)
+        beats = rd_slice.o
+        # a completion may overtake its last beats (held in the slice): reads are over when
+        # both have drained
+        reads_idle = (rd_pending == 0) & ~beats.valid
+        beat = beats.payload
         f_bank = Signal()                # operand bank the front end loads next
         loaders = [(x_loader, beat.tag == _TAG_INPUT), (w_loader, beat.tag == _TAG_WEIGHTS)]
         loaders += [(q_loaders[k], (beat.tag == _TAG_QUANT) & (f_bank == k)) for k in range(2)]
         for loader, selected in loaders:
             target = loader.beats.payload
             m.d.comb += [
-                loader.beats.valid.eq(dma.rd_data.valid & selected),
+                loader.beats.valid.eq(beats.valid & selected),
                 target.data.eq(beat.data), target.lo.eq(beat.lo), target.hi.eq(beat.hi),
                 target.seg_last.eq(beat.seg_last), target.last.eq(beat.last),
                 target.err.eq(beat.err),
             ]
-        m.d.comb += dma.rd_data.ready.eq(Mux(beat.tag == _TAG_INPUT, x_loader.beats.ready, 1))
+        m.d.comb += beats.ready.eq(Mux(beat.tag == _TAG_INPUT, x_loader.beats.ready, 1))
         desc_raw = Signal(DESCRIPTOR_BEATS * 8 * BEAT_BYTES)
-        with m.If(dma.rd_data.valid & (beat.tag == _TAG_DESC)):
+        with m.If(beats.valid & (beat.tag == _TAG_DESC)):
             m.d.sync += desc_raw.eq(Cat(desc_raw[8 * BEAT_BYTES:], beat.data))
         d = data.View(descriptor_layout(), desc_raw)
 
@@ -462,7 +478,7 @@ class Conv2DAccelerator(wiring.Component):
                                  req.outer_count.eq(1), req.tag.eq(_TAG_DESC)]
                     m.next = "FETCH"
             with m.State("FETCH"):
-                with m.If(~req_valid & (rd_pending == 0)):
+                with m.If(~req_valid & reads_idle):
                     with m.If(rd_err):
                         m.d.sync += fail(ErrorCode.AXI_READ)
                         m.next = "STOPPED"
@@ -577,7 +593,7 @@ class Conv2DAccelerator(wiring.Component):
                                  req.tag.eq(_TAG_QUANT)]
                     m.next = "LOAD_Q"
             with m.State("LOAD_Q"):
-                with m.If(~req_valid & (rd_pending == 0)):
+                with m.If(~req_valid & reads_idle):
                     m.d.sync += q_bad.eq(load_q & ((loaded_q != d.out_c) | loaded_double))
                     m.next = "LOADED"
             with m.State("LOADED"):
@@ -732,7 +748,7 @@ class Conv2DAccelerator(wiring.Component):
         sums = data.ArrayLayout(signed(32), pes)
         acc_reads = []
         for k in range(2):
-            mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[])
+            mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[], attrs=NO_RW_CHECK)
             m.submodules[f"acc_plm{k}"] = mem
             rd, wr = mem.read_port(), mem.write_port()
             mine = store_owns & (st.store.acc_bank == k)
@@ -751,7 +767,7 @@ class Conv2DAccelerator(wiring.Component):
 
         # --- end of the list --------------------------------------------------------------------
         drained = (front.ongoing("STOPPED") & ~pend_valid & ~comp_active & ~stores.r_rdy
-                   & store_fsm.ongoing("IDLE") & (rd_pending == 0))
+                   & store_fsm.ongoing("IDLE") & reads_idle)
         m.d.comb += [
             finish.eq(running & drained),
             status_error_set.eq(finish & (write_fail | f_error)),

@@ -227,7 +227,7 @@ class ConvCore(wiring.Component):
                             with m.If(last_oy):
                                 m.d.sync += running.eq(0)
 
-        # --- stage B: PLM data arrives; operands enter the PE row --------------------------
+        # --- stage B: PLM data arrives; operands enter the PE row a cycle later ----------
         padded = (iy < 0) | (iy >= cmd.in_h) | (ix < 0) | (ix >= cmd.in_w)
         m.d.comb += [
             self.in_rd.addr.eq(addr | (cmd.in_bank << in_bits)),
@@ -244,13 +244,21 @@ class ConvCore(wiring.Component):
             clear_b.eq((g == 0) & (kx == 0) & (ky == 0)),
             last_b.eq(last_g & last_kx & last_ky),
         ]
+        # the operands are registered before the PE row: the block RAMs' clock-to-output delay
+        # and the lane and pad multiplexers would otherwise add to the multipliers' first stage
+        operands = Signal.like(pe_row.i.payload)
+        valid_op = Signal()
+        m.d.sync += [
+            valid_op.eq(valid_b),
+            operands.a.eq(Mux(padded_b, cmd.pad_word, self.in_rd.data)),
+            operands.b.eq(self.w_rd.data),
+            operands.precision.eq(cmd.precision),
+            operands.clear.eq(clear_b),
+            operands.last.eq(last_b),
+        ]
         m.d.comb += [
-            pe_row.i.valid.eq(valid_b),
-            pe_row.i.payload.a.eq(Mux(padded_b, cmd.pad_word, self.in_rd.data)),
-            pe_row.i.payload.b.eq(self.w_rd.data),
-            pe_row.i.payload.precision.eq(cmd.precision),
-            pe_row.i.payload.clear.eq(clear_b),
-            pe_row.i.payload.last.eq(last_b),
+            pe_row.i.valid.eq(valid_op),
+            pe_row.i.payload.eq(operands),
             pe_row.o.ready.eq(1),
         ]
 

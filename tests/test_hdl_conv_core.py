@@ -153,5 +153,6 @@ def test_core_matches_golden(case, acc_flag):
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
-    # one MAC per cycle, plus a fixed setup and pipeline latency
-    assert cycles == macs + 8
+    # one MAC per cycle, plus a fixed latency: 3 setup cycles, the PLM read, the operand
+    # register, the multipliers' stages and the accumulate stage's read and write
+    assert cycles == macs + 9
