@@ -383,8 +383,8 @@ class Conv2DAccelerator(wiring.Component):
         # input addressing (act_bits = 1 << a_shift)
         p_bits = Signal(36)
         r_bits = Signal(36)
-        m.d.comb += [p_bits.eq(d.in_pixel_stride << a_shift),
-                     r_bits.eq(d.in_row_stride << a_shift)]
+        strides = [p_bits.eq(d.in_pixel_stride << a_shift),      # registered in CODE
+                   r_bits.eq(d.in_row_stride << a_shift)]
         words_mode = (p_bits[:4] == 0) & (d.in_pixel_stride != 0)
         narrow = (p_bits == 4) | (p_bits == 8)
         nibble = p_bits == 4
@@ -393,8 +393,10 @@ class Conv2DAccelerator(wiring.Component):
         x_ostride = r_bits[3:35]
         x_merge1 = ~narrow & (d.in_w > 1) & (x_istride == (groups << 1)) \
             & ((gw << 1) <= MAX_SEGMENT_BYTES)
-        x_seg1 = Mux(narrow, x_row_bytes, Mux(x_merge1, gw << 1, groups << 1))
-        x_inner1 = Mux(narrow | x_merge1, 1, d.in_w)
+        x_seg1 = Signal(36)              # registered in SEGS, as are the next ones
+        x_inner1 = Signal(16)
+        segments = [x_seg1.eq(Mux(narrow, x_row_bytes, Mux(x_merge1, gw << 1, groups << 1))),
+                    x_inner1.eq(Mux(narrow | x_merge1, 1, d.in_w))]
         x_merge2 = (x_inner1 == 1) & (d.in_h > 1) & (x_ostride == x_seg1) \
             & (x_block <= MAX_SEGMENT_BYTES)
 
@@ -402,14 +404,16 @@ class Conv2DAccelerator(wiring.Component):
         or_bits = Signal(36)
         op_bits = Signal(36)
         seg_bits = Signal(36)
-        m.d.comb += [or_bits.eq(d.out_row_stride << o_shift),
-                     op_bits.eq(d.out_pixel_stride << o_shift),
-                     seg_bits.eq(d.out_seg << o_shift)]
+        strides += [or_bits.eq(d.out_row_stride << o_shift),
+                    op_bits.eq(d.out_pixel_stride << o_shift),
+                    seg_bits.eq(d.out_seg << o_shift)]
         row_mode = d.out_seg == d.out_pixel_stride
         o_row_bytes = Signal(36)
-        m.d.comb += o_row_bytes.eq(((o_row << o_shift) + 7) >> 3)
-        s_seg = Mux(row_mode, o_row_bytes, seg_bits >> 3)
-        s_inner = Mux(row_mode, 1, out_w)
+        s_seg = Signal(36)
+        s_inner = Signal(18)
+        segments += [o_row_bytes.eq(((o_row << o_shift) + 7) >> 3),
+                     s_seg.eq(Mux(row_mode, ((o_row << o_shift) + 7) >> 3, seg_bits >> 3)),
+                     s_inner.eq(Mux(row_mode, 1, out_w))]
         s_ostride = or_bits[3:35]
         s_merge = (s_inner == 1) & (out_h > 1) & (s_ostride == s_seg) \
             & (s_block <= MAX_SEGMENT_BYTES)
@@ -497,8 +501,12 @@ class Conv2DAccelerator(wiring.Component):
                 ]
                 m.next = "CODE"
             with m.State("CODE"):
-                m.d.sync += f_code.eq(first_code(early_checks, early_failed))
+                m.d.sync += [f_code.eq(first_code(early_checks, early_failed)), *strides]
                 m.next = "MUL0"
+            with m.State("SEGS"):
+                # the DMA segments, between the products they need and those that need them
+                m.d.sync += segments
+                m.next = "MUL6"
             # one product per cycle through the shared multiplier
             steps = [
                 (d.in_h, d.in_w, hw),
@@ -519,7 +527,8 @@ class Conv2DAccelerator(wiring.Component):
                         m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_phase.eq(1)]
                     with m.Else():
                         m.d.sync += [target.eq(product), mul_phase.eq(0)]
-                        m.next = f"MUL{n + 1}" if n + 1 < len(steps) else "LATE"
+                        m.next = ("SEGS" if n == 5 else f"MUL{n + 1}" if n + 1 < len(steps)
+                                  else "LATE")
             with m.State("LATE"):
                 m.d.sync += [late_failed.eq(Cat(failed for _, failed in late_checks)),
                              x_merge2_r.eq(x_merge2), s_merge_r.eq(s_merge)]
