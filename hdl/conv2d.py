@@ -45,7 +45,7 @@ from .conv_core import ConvCore, core_command_layout
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma, dma_request_layout
 from .loaders import InputLoader, QuantLoader, WeightLoader
-from .plm import NO_RW_CHECK, InputPLM
+from .plm import InputPLM
 from .register_slice import RegisterSlice
 from .store import StoreUnit, store_config_layout, store_quant_layout
 
@@ -203,7 +203,7 @@ class Conv2DAccelerator(wiring.Component):
         ]
         # weight PLM: one row of ``pes`` words, written four words (one beat) at a time
         m.submodules.w_plm = w_plm = memory.Memory(shape=unsigned(16 * pes),
-                                                   depth=2 << w_bits, init=[], attrs=NO_RW_CHECK)
+                                                   depth=2 << w_bits, init=[])
         w_wr, w_rd = w_plm.write_port(granularity=16), w_plm.read_port()
         m.d.comb += [
             w_wr.addr.eq(w_loader.wr_addr),
@@ -757,7 +757,7 @@ class Conv2DAccelerator(wiring.Component):
         sums = data.ArrayLayout(signed(32), pes)
         acc_reads = []
         for k in range(2):
-            mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[], attrs=NO_RW_CHECK)
+            mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[])
             m.submodules[f"acc_plm{k}"] = mem
             rd, wr = mem.read_port(), mem.write_port()
             mine = store_owns & (st.store.acc_bank == k)

@@ -17,13 +17,7 @@ from hls_ref.precision import OPERAND_WIDTH
 
 from .params import check_int
 
-__all__ = ["LANES", "NO_RW_CHECK", "InputPLM", "input_write_layout"]
-
-#: Memory attributes of a PLM: no read is ever used whose address is written in the same
-#: cycle (the banks ping-pong, and the accumulate stage reads a pixel before it writes it),
-#: so Yosys need not emulate the read-first behaviour of simultaneous accesses: that
-#: emulation puts a comparator and a bypass register behind every read-data bit.
-NO_RW_CHECK = {"no_rw_check": 1}
+__all__ = ["LANES", "InputPLM", "input_write_layout"]
 
 #: Words a 64-bit beat carries, and lanes of the input PLM.
 LANES = 4
@@ -83,8 +77,7 @@ class InputPLM(wiring.Component):
         lane_rd = Signal(2)
         m.d.sync += lane_rd.eq(self.rd.addr[:2])
         for lane in range(LANES):
-            mem = memory.Memory(shape=unsigned(OPERAND_WIDTH), depth=depth, init=[],
-                                attrs=NO_RW_CHECK)
+            mem = memory.Memory(shape=unsigned(OPERAND_WIDTH), depth=depth, init=[])
             m.submodules[f"lane{lane}"] = mem
             wr, rd = mem.write_port(), mem.read_port()
             # the word that lands in this lane, and its address
