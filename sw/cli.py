@@ -4,9 +4,11 @@
                         golden model, the golden models against TFLite on the MLPerf Tiny
                         models, a real ResNet-8 layer on the conv2d accelerator RTL, and the
                         synthesis table.
-``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md).
+``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md,
+                        with the NVE report).
 ``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models.
 ``tessera tile MODEL``  tile a network for the accelerators: DMA traffic, calls and cost.
+``tessera nve compile|report NETWORK``  the NVE code generator on the seed-003 networks.
 ``tessera precisions``  the ST configurations.
 """
 
@@ -76,6 +78,13 @@ def cmd_bench(args):
 
         print("\nConv2D accelerator RTL (Verilator), cycles from its own counters:")
         conv2d_exact = conv2d_bench(write_results=args.write_results, groups=args.conv2d)
+    nve_ok = True
+    if args.write_results if args.nve is None else args.nve:
+        from .nve.cli import BENCH_BANDS, bench_report
+
+        print(f"\nNVE code generator on the seed-003 networks (tessera nve report all "
+              f"--simulate-bands {BENCH_BANDS}):")
+        nve_ok = bench_report(args.write_results) == 0
     comparisons, comparison_table = _compare_models(args.inputs)
     if args.write_results:
         from boards.synth import write_results_section
@@ -92,7 +101,8 @@ def cmd_bench(args):
             comparison_table]))
         print("\nwrote docs/results.md")
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
-    return 0 if all(run.correct for run in runs) and exact and conv2d_exact else 1
+    ok = all(run.correct for run in runs) and exact and conv2d_exact and nve_ok
+    return 0 if ok else 1
 
 
 def _compare_models(inputs):
@@ -180,6 +190,9 @@ def main(argv=None):
                        choices=CONV2D_GROUPS, metavar="GROUP",
                        help=f"conv2d RTL benchmark groups ({', '.join(CONV2D_GROUPS)}; "
                             "none: skip it)")
+    bench.add_argument("--nve", action=argparse.BooleanOptionalAction, default=None,
+                       help="also compile the NVE networks and simulate row bands (about "
+                            "30 s; default: with --write-results)")
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)
@@ -199,6 +212,9 @@ def main(argv=None):
     from .tiling.cli import add_parser as add_tile_parser
 
     add_tile_parser(commands)
+    from .nve.cli import add_parser as add_nve_parser
+
+    add_nve_parser(commands)
     precisions = commands.add_parser("precisions", help="list the ST configurations")
     precisions.set_defaults(run=cmd_precisions)
     args = parser.parse_args(argv)
