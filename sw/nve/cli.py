@@ -293,12 +293,19 @@ def _write_programs(results, out):
     return summary
 
 
-def cmd_compile(args):
+def _compile_or_report(args):
+    """The compiled networks of ``args``, or None after printing why they cannot be."""
     try:
-        results = _compile_all(args)
+        return _compile_all(args)
     except (KeyError, ValueError, NveCompileError) as error:
         message = error.args[0] if isinstance(error, KeyError) else error
         print(f"tessera nve: error: {message}", file=sys.stderr)
+        return None
+
+
+def cmd_compile(args):
+    results = _compile_or_report(args)
+    if results is None:
         return 2
     for net in results:
         for r in net.layers:
@@ -320,11 +327,8 @@ def cmd_report(args):
               file=sys.stderr)
         return 2
     t = time.perf_counter()
-    try:
-        results = _compile_all(args)
-    except (KeyError, ValueError, NveCompileError) as error:
-        message = error.args[0] if isinstance(error, KeyError) else error
-        print(f"tessera nve: error: {message}", file=sys.stderr)
+    results = _compile_or_report(args)
+    if results is None:
         return 2
     _print_layers(results)
     sims = None
