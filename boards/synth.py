@@ -103,11 +103,6 @@ BLOCKS = {
                True),
 }
 
-#: Target clock of blocks that are not given :data:`TARGET_MHZ`, in MHz. An unreachable target
-#: makes nextpnr's timing-driven router2 chase thousands of failing arcs on the ``conv2d``
-#: top level until its congestion diverges; 125 MHz is above the 100 MHz the block needs.
-BLOCK_TARGET_MHZ = {"conv2d": 125}
-
 #: Extra nextpnr arguments of some blocks: nextpnr's default router (router1) did not finish
 #: routing ``conv2d`` on the ECP5-85F in 50 minutes (a few hundred congested arcs left);
 #: router2 routes it in about 3 minutes.
@@ -220,8 +215,7 @@ def synthesize(block, device_name, *, force=False):
     core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
     design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)
     nextpnr_command = [device.nextpnr, *device.nextpnr_args, "--json", "top.json",
-                       "--report", "report.json",
-                       "--freq", str(BLOCK_TARGET_MHZ.get(block, TARGET_MHZ)), "--seed", "1",
+                       "--report", "report.json", "--freq", str(TARGET_MHZ), "--seed", "1",
                        "--timing-allow-fail", *NEXTPNR_OPTIONS.get(block, ())]
     synth_command = device.synth_command.format(dsp=device.dsp_options[0 if dsp else 1],
                                                 json="top.json")
@@ -351,8 +345,7 @@ def main(argv=None):
             "",
             f"Regenerate with `{command}`. Yosys and nextpnr from PyPI (yowasp), out of "
             f"context (all core ports registered, see `boards/harness.py`), nextpnr seed 1, "
-            f"target {TARGET_MHZ} MHz (`conv2d`: {BLOCK_TARGET_MHZ['conv2d']} MHz). LUT is "
-            f"nextpnr's TRELLIS_COMB (ECP5) or ICESTORM_LC "
+            f"target {TARGET_MHZ} MHz. LUT is nextpnr's TRELLIS_COMB (ECP5) or ICESTORM_LC "
             f"(iCE40) count, including the harness registers' cells.",
             "",
             table, "", cost]))

@@ -411,8 +411,9 @@ class Conv2DAccelerator(wiring.Component):
         o_row_bytes = Signal(36)
         s_seg = Signal(36)
         s_inner = Signal(18)
-        segments += [o_row_bytes.eq(((o_row << o_shift) + 7) >> 3),
-                     s_seg.eq(Mux(row_mode, ((o_row << o_shift) + 7) >> 3, seg_bits >> 3)),
+        row_bytes = ((o_row << o_shift) + 7) >> 3    # registered into o_row_bytes in SEGS
+        segments += [o_row_bytes.eq(row_bytes),
+                     s_seg.eq(Mux(row_mode, row_bytes, seg_bits >> 3)),
                      s_inner.eq(Mux(row_mode, 1, out_w))]
         s_ostride = or_bits[3:35]
         s_merge = (s_inner == 1) & (out_h > 1) & (s_ostride == s_seg) \
@@ -507,7 +508,7 @@ class Conv2DAccelerator(wiring.Component):
                 # the DMA segments, between the products they need and those that need them
                 m.d.sync += segments
                 m.next = "MUL6"
-            # one product per cycle through the shared multiplier
+            # one product every two cycles through the shared multiplier (operands registered)
             steps = [
                 (d.in_h, d.in_w, hw),
                 (hw, groups, x_words),
