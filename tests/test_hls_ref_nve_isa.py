@@ -189,6 +189,7 @@ def test_canonical_syntax():
                  "rd.a 3+2@1 | rd.b 12+0 | - | set.w | setsh.i | - | mac | act.lo out"):
         assert assemble_instruction(text) == ins, text
     assert assemble_instruction("wr.a 4@2") == Instruction(mema=MemOp("wr", 4, 0, 2))
+    assert assemble_instruction(" NOP ") == Instruction()  # names are case-insensitive
 
 
 def random_program(r):
@@ -318,6 +319,10 @@ def nops(n):
      r"^settings: pc 0, MEMA rd: update 4 never reaches toggle 3 of AGU mode 1 in steps of 1$"),
     (Program((encode(Instruction(memb=MemOp("wr", 0, 2, 1))),), Settings(agu=[(3, 9)])),
      r"^settings: pc 0, MEMB wr: update 2 never reaches toggle 9 of AGU mode 1 in steps of 3$"),
+    # update 1 reaches toggle 3 in steps of 2, but after the wrap 0, 2, 4, ... never does
+    (Program((encode(Instruction(MemOp("rd", 0, 1, 1))),), Settings(agu=[(2, 3)])),
+     r"^settings: pc 0, MEMA rd: update 0 \(after the wrap\) never reaches toggle 3 of AGU mode "
+     r"1 in steps of 2$"),
 ])
 def test_check_program_refuses_bad_settings(program, message):
     with pytest.raises(NveError, match=message):

@@ -251,8 +251,8 @@ def test_agu_rotation_of_the_seed_example():
 # ---- the seed's modulo-scheduled 3x3 filter (Fig. 26)
 
 
-def fig26_program(columns, shift=6, lut="tanh"):
-    """A 16-row band of ``columns`` output columns of a 3x3 stride-1 filter.
+def fig26_program(columns):
+    """A 16-row band of ``columns`` output columns of a 3x3 stride-1 filter (shift 6, tanh LUT).
 
     Local buffer: coefficient words [b w0 w1 -], [w2 w3 w4 -], [w5 w6 w7 w8] at 0-2; input
     column c (rows 0-23, 3 words) at 3 + 3 * (c % 3). The loop body is Fig. 26 (cycle k of the
@@ -264,8 +264,8 @@ def fig26_program(columns, shift=6, lut="tanh"):
     return assemble(f"""
         .loop body last {columns - 1}
         .agu 1 3 9
-        .shift {shift}
-        .lut {lut}
+        .shift 6
+        .lut tanh
         # init: coefficients, input columns 0 and 1
         wr.a 0
         wr.a 1
@@ -324,12 +324,12 @@ def fig26_data(rng, columns):
     return pixels, weights, bias, data
 
 
-def fig26_expected(pixels, weights, bias, columns, shift, lut):
+def fig26_expected(pixels, weights, bias, columns):
     acc = np.full((16, columns), bias, dtype=np.int64)
     for kc in range(3):
         for kr in range(3):
             acc += int(weights[3 * kc + kr]) * pixels[kr:kr + 16, kc:kc + columns]
-    return numerics.activate(numerics.wrap_acc(acc), shift, lut)
+    return numerics.activate(acc, 6, numerics.tanh_lut())
 
 
 def outputs_as_band(result, columns):
@@ -343,7 +343,7 @@ def test_fig26_filter_matches_numpy(columns):
     print(f"seed {SEED + columns}")
     pixels, weights, bias, data = fig26_data(rng, columns)
     result = run(fig26_program(columns), data)
-    expected = fig26_expected(pixels, weights, bias, columns, 6, numerics.tanh_lut())
+    expected = fig26_expected(pixels, weights, bias, columns)
     assert np.array_equal(outputs_as_band(result, columns), expected)
     # init 9 + prologue 10 + body 10 per further column + final 9
     assert result.cycles == result.instructions == 10 * columns + 18
@@ -357,23 +357,25 @@ def test_fig26_filter_matches_numpy(columns):
     assert result.mac_per_instruction == pytest.approx(144 * columns / (10 * columns + 18))
 
 
-def test_fig26_wrapping_accumulators():
-    # large weights and pixels overflow int32 only through the wrap; shift 20 keeps the LUT
-    # index inside its range often enough to see differences
-    columns = 5
-    rng = np.random.default_rng(SEED)
-    print(f"seed {SEED}")
-    pixels, _, _, _ = fig26_data(rng, columns)
-    pixels[:] = 127
-    weights = np.full(9, 32767)
-    bias = 32767
-    coef = [[bias, 32767, 32767, 0], [32767] * 4, [32767] * 4]
-    data = [coefficients_to_word(c) for c in coef]
-    data += [pixels_to_word(pixels[8 * k:8 * k + 8, c]) for c in range(columns + 2)
-             for k in range(3)]
-    result = run(fig26_program(columns, shift=2, lut="identity"), data)
-    expected = fig26_expected(pixels, weights, bias, columns, 2, numerics.identity_lut())
-    assert np.array_equal(outputs_as_band(result, columns), expected)
+def test_accumulators_wrap_at_32_bits():
+    # 600 macs of 32767 * p from the bias -32768 leave int32 for |p| >= 110 and stay inside for
+    # |p| <= 109; shift 24 maps the int32 range onto the identity LUT's int8 range, so a wrapped
+    # lane reads the opposite sign instead of saturating.
+    pixels = np.array([127, -128, 110, -110, 109, -109, 0, 1, -1, 64, -64, 120, -120, 100, 2, -3])
+    bias, weight, macs = -32768, 32767, 600
+    data = [coefficients_to_word([bias, weight, 0, 0]), pixels_to_word(pixels[:8]),
+            pixels_to_word(pixels[8:])]
+    result = run(asm(f".loop body body {macs}\n.shift 24\nsh.w\nbody: mac\nsetrb\nnop\nnop\n"
+                     "act.lo out\nact.hi out\n"), data)
+    exact = bias + macs * weight * pixels
+    wrapped = numerics.wrap_acc(exact)
+    assert (exact != wrapped).tolist() == [abs(p) >= 110 for p in pixels]
+    lut = numerics.identity_lut()
+    expected = numerics.activate(wrapped, 24, lut)
+    assert result.outputs.reshape(-1).tolist() == expected.tolist()
+    saturated = numerics.activate(np.clip(exact, -(2 ** 31), 2 ** 31 - 1), 24, lut)
+    assert (expected != saturated).sum() == 6
+    assert result.mac_ops == macs and result.parts["loop"].mac_ops == macs
 
 
 def test_fig26_stalls_and_reruns():
@@ -389,7 +391,7 @@ def test_fig26_stalls_and_reruns():
     slow = nve.run(bands[1][3], arrival=lambda k: 4 * k, output_accept=[25 * k
                                                                       for k in range(24)])
     for (pixels, weights, bias, _), result in zip(bands, (free, slow)):
-        expected = fig26_expected(pixels, weights, bias, columns, 6, numerics.tanh_lut())
+        expected = fig26_expected(pixels, weights, bias, columns)
         assert np.array_equal(outputs_as_band(result, columns), expected)
     assert slow.instructions == free.instructions == 10 * columns + 18
     assert slow.stall_cycles > 0 and slow.cycles == slow.instructions + slow.stall_cycles

@@ -221,6 +221,32 @@ def test_accumulators_wrap_like_python_integers_on_random_large_sums():
     np.testing.assert_array_equal(out, ref_out, err_msg=f"seed {seed}")
 
 
+def test_lut_index_rounds_half_up_and_saturates():
+    # round(acc / 2) half up, including the negative halves
+    assert (numerics.lut_index([-3, -2, -1, 0, 1, 2, 3], 1) - 512).tolist() == [-1, -1, 0, 0, 1,
+                                                                                1, 2]
+    # the edges of the signed 10-bit range, shift 4: 511.4375 -> 511, 511.5 -> 512 (saturates),
+    # -512.5 -> -512, -512.5625 -> -513 (saturates)
+    assert numerics.lut_index([511 * 16 + 7, 511 * 16 + 8, -512 * 16 - 8, -512 * 16 - 9],
+                              4).tolist() == [1023, 1023, 0, 0]
+    assert numerics.lut_index([510 * 16 + 7, -511 * 16 - 9], 4).tolist() == [1022, 0]
+    # int32 extremes: no overflow in the rounding constant; 2**31 is the wrapped -2**31
+    top, bottom = 2 ** 31 - 1, -(2 ** 31)
+    assert numerics.lut_index([top, bottom, 2 ** 31], 0).tolist() == [1023, 0, 0]
+    assert numerics.lut_index([top, bottom], 31).tolist() == [513, 511]
+    with pytest.raises(ValueError, match=r"shift must be 0 \.\.\. 31"):
+        numerics.lut_index([0], 32)
+
+
+def test_named_luts():
+    assert numerics.identity_lut()[[0, 500, 512, 517, 1023]].tolist() == [-128, -12, 0, 5, 127]
+    assert numerics.relu_lut()[[0, 511, 512, 600, 1023]].tolist() == [0, 0, 0, 88, 127]
+    tanh = numerics.tanh_lut()
+    assert tanh[[0, 512, 1023]].tolist() == [-127, 0, 127]
+    assert tanh[512 + 64] == round(127 * np.tanh(1.0))
+    assert (np.diff(tanh.astype(int)) >= 0).all()
+
+
 # --- validation -----------------------------------------------------------------------------
 
 BASE = {"in_maps": 2, "in_h": 9, "in_w": 12, "out_h": 4, "out_w": 5, "kernel_h": 3,

@@ -87,7 +87,7 @@ def assemble_instruction(text, config=DEFAULT_CONFIG, line=1):
     ops = {}
     last = -1
     items = [item.strip() for item in text.split("|")]
-    if items == ["nop"]:
+    if [item.lower() for item in items] == ["nop"]:
         return Instruction()
     for item in items:
         if item == "-":

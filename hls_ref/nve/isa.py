@@ -502,10 +502,6 @@ class Program:
         end = self.settings.loop_end
         return self.size - 1 if end is None else end
 
-    def instructions(self):
-        """The decoded instructions (:class:`NveError` on an invalid word)."""
-        return tuple(decode(w, self.config) for w in self.words)
-
 
 def _setting_error(message):
     return NveError(f"settings: {message}")
@@ -514,9 +510,10 @@ def _setting_error(message):
 def check_program(program):
     """Raise :class:`NveError` unless ``program`` can be loaded and started: it fits the
     instruction buffer, every word decodes, the settings fit their registers, the loop lies
-    inside the program, and every AGU pair a memory op uses steps its update back to 0 (the
-    update starts below the toggle and reaches it in whole increments, so addresses rotate
-    instead of growing). Returns the decoded instructions."""
+    inside the program, and every AGU pair a memory op uses steps its update back to 0 and
+    round again (the update starts below the toggle and reaches it in whole increments, and so
+    does 0 after the wrap, so addresses rotate instead of growing). Returns the decoded
+    instructions."""
     config, s = program.config, program.settings
     size = program.size
     if not 1 <= size <= config.instruction_words:
@@ -558,9 +555,11 @@ def check_program(program):
             where = f"pc {pc}, {SLOT_NAMES[slot]} {m.op}"
             if inc == 0:
                 raise _setting_error(f"{where} uses AGU mode {m.mode}, whose increment is 0")
-            if not (m.update < toggle and (toggle - m.update) % inc == 0):
-                raise _setting_error(f"{where}: update {m.update} never reaches toggle "
-                                     f"{toggle} of AGU mode {m.mode} in steps of {inc}")
+            # the update starts at m.update and, after every wrap, at 0: both must reach toggle
+            for start, when in ((m.update, ""), (0, " (after the wrap)")):
+                if not (start < toggle and (toggle - start) % inc == 0):
+                    raise _setting_error(f"{where}: update {start}{when} never reaches toggle "
+                                         f"{toggle} of AGU mode {m.mode} in steps of {inc}")
     return tuple(instructions)
 
 

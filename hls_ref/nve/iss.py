@@ -37,6 +37,7 @@ from .isa import (
     WRITE_TO_READ,
     NveError,
     check_program,
+    word_to_pixels,
 )
 
 __all__ = ["Nve", "PartCounts", "RunResult", "run"]
@@ -168,15 +169,13 @@ class Nve:
         self._decoded = decoded
         self._text = [disassemble_instruction(ins, self.config) for ins in instructions]
         self._lut = np.asarray(s.lut, dtype=np.int8)
-
-    def _part_counts(self):
-        p, s = self.program, self.program.settings
-        macs = [row[_VMAC_OP] == _MAC for row in self._decoded]
-        spans = {"init": (0, s.loop_start, 1), "loop": (s.loop_start, p.loop_end + 1,
-                                                       s.iterations),
-                 "final": (p.loop_end + 1, p.size, 1)}
-        return {name: PartCounts((b - a) * n, sum(macs[a:b]) * n, self.config.lanes)
-                for name, (a, b, n) in spans.items()}
+        # what each part executes depends on the program only (no branches, no data)
+        macs = [row[_VMAC_OP] == _MAC for row in decoded]
+        spans = {"init": (0, s.loop_start, 1),
+                 "loop": (s.loop_start, program.loop_end + 1, s.iterations),
+                 "final": (program.loop_end + 1, program.size, 1)}
+        self._parts = {name: PartCounts((b - a) * n, sum(macs[a:b]) * n, self.config.lanes)
+                       for name, (a, b, n) in spans.items()}
 
     def run(self, data=(), *, arrival=None, output_accept=None, trace=False):
         """Execute the loaded program once and return a :class:`RunResult`.
@@ -444,18 +443,13 @@ class Nve:
             raise _error(wall, pc, "end of run", f"the accumulators hold the results of "
                          f"{acc_macs} mac(s) that no setrb handed to ACT (results lost)")
 
-        out_arr = np.array([_word_pixels(w, word_bytes) for w in outputs],
+        out_arr = np.array([word_to_pixels(w, cfg) for w in outputs],
                            dtype=np.int8).reshape(-1, n_pix)
         return RunResult(
             cycles=wall, instructions=t, stall_cycles=stall_cycles, mac_ops=mac_ops,
             lane_macs=lane_macs, lanes=lanes, outputs=out_arr, output_words=tuple(outputs),
-            inputs_used=next_in, parts=self._part_counts(), local_buffer=self.local_buffer,
+            inputs_used=next_in, parts=dict(self._parts), local_buffer=self.local_buffer,
             written=self.written, trace=tuple(lines) if lines is not None else None)
-
-
-def _word_pixels(word, word_bytes):
-    """The int8 values of the bytes of ``word`` (least significant first)."""
-    return np.frombuffer(int(word).to_bytes(word_bytes, "little"), dtype=np.int8)
 
 
 def run(program, data=(), **options):

@@ -14,6 +14,8 @@ simulator, the golden layer model, the code generator and (later) the RTL all im
 
 import numpy as np
 
+from ..st import wrap_signed
+
 __all__ = [
     "ACC_BITS",
     "LUT_ENTRIES",
@@ -34,9 +36,8 @@ _INDEX_MAX = LUT_ENTRIES // 2 - 1
 
 
 def wrap_acc(x):
-    """``x`` (integers of any width) wrapped to int32, as an int64 numpy array."""
-    x = np.asarray(x, dtype=np.int64)
-    return ((x + (1 << 31)) & 0xFFFF_FFFF) - (1 << 31)
+    """``x`` (integers within int64) wrapped to int32, as an int64 numpy array."""
+    return wrap_signed(x, ACC_BITS)
 
 
 def _check_shift(shift):
