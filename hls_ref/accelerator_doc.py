@@ -69,11 +69,12 @@ def render_sections(config=DEFAULT_CONFIG):
 
 
 def update(text, sections):
-    """``text`` with every marked section replaced."""
+    """``text`` with every section marked ``<!-- BEGIN name -->`` ... ``<!-- END name -->``
+    replaced by ``sections[name]``; ValueError if a marker is missing."""
     for name, body in sections.items():
         begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
         if begin not in text or end not in text:
-            raise ValueError(f"docs/accelerator.md has no section {name!r}")
+            raise ValueError(f"no section {name!r}")
         text = text[:text.index(begin)] + f"{begin}\n{body}\n{end}" + \
             text[text.index(end) + len(end):]
     return text
@@ -84,7 +85,11 @@ def main(argv=None):
     parser.add_argument("--write", action="store_true", help="rewrite docs/accelerator.md")
     args = parser.parse_args(argv)
     current = DOC_PATH.read_text()
-    new = update(current, render_sections())
+    try:
+        new = update(current, render_sections())
+    except ValueError as e:
+        print(f"docs/accelerator.md: {e}", file=sys.stderr)
+        return 1
     if args.write:
         DOC_PATH.write_text(new)
     elif new != current:

@@ -12,6 +12,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from ..accelerator_doc import update
 from .isa import (
     DEFAULT_CONFIG,
     HOST_LUT_OFFSET,
@@ -25,7 +26,7 @@ from .isa import (
 )
 from .numerics import LUT_ENTRIES
 
-__all__ = ["DOC_PATH", "main", "render_sections", "update"]
+__all__ = ["DOC_PATH", "main", "render_sections"]
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "nve.md"
 
@@ -87,17 +88,6 @@ def _registers(config):
     return (host_registers(config).markdown() +
             f"\n| `{HOST_LUT_OFFSET:#05x}`-`{end:#05x}` | `LUT` | 31:0 | 4 entries | rw | "
             f"| activation LUT, entry `4r+k` in bits `8k+7:8k` of register `r` (int8) |")
-
-
-def update(text, sections):
-    """``text`` with every marked section replaced; ValueError if a marker is missing."""
-    for name, body in sections.items():
-        begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-        if begin not in text or end not in text:
-            raise ValueError(f"no section {name!r}")
-        text = text[:text.index(begin)] + f"{begin}\n{body}\n{end}" + \
-            text[text.index(end) + len(end):]
-    return text
 
 
 def render_sections(config=DEFAULT_CONFIG):
