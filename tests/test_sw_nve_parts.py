@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from hls_ref.nve.isa import DEFAULT_CONFIG, Program, decode, encode
-from hls_ref.nve.layers import NveLayer
-from sw.nve import compile_layer
+from hls_ref.nve.layers import NveLayer, conv_layer, random_layer_data
+from hls_ref.nve.numerics import lut_index
+from sw.nve import NveCompileError, compile_layer
 from sw.nve.columns import column_layout, column_steps, column_words
+from sw.nve.compile import run_group, spread_shift
 from sw.nve.emit import check_memory
 from sw.nve.layout import (
     candidate_layouts,
@@ -113,8 +115,6 @@ def test_check_memory_refuses_a_wrong_agu_update():
 
 def test_a_wrong_stream_order_is_caught_by_the_comparison():
     # the end-to-end comparison can fail: swap two pixel words of the stream plan
-    from hls_ref.nve.layers import conv_layer, random_layer_data
-    from sw.nve.compile import run_group
     layer = NveLayer(1, 18, 8, 16, 6, 3, 3, 1, 1, [[0]])
     group = group_of(layer)
     stream = group.emitted.stream
@@ -131,7 +131,6 @@ def test_a_wrong_stream_order_is_caught_by_the_comparison():
 
 
 def test_half_vector_mode_needs_one_tap_per_phase():
-    from sw.nve.errors import NveCompileError
     with pytest.raises(NveCompileError, match=r"half-vector mode needs one tap per phase"):
         column_layout(3, 1, True, "L")
 
@@ -148,3 +147,12 @@ def test_next_bias_load_is_hoisted_into_the_current_iteration():
     assert s.times[first_load.id] + s.ii == s.times[last_mac.id]
     assert s.times[first_load.reads[0]] + s.ii < s.times[last_mac.id]
     assert group.flat_length > s.ii  # without overlap the loads cost a stall
+
+
+def test_the_check_shift_keeps_the_accumulators_inside_the_lut():
+    for acc in ([0], [511, -512], [512], [-(1 << 31), 5], [(1 << 31) - 1], [70000, -3]):
+        shift = spread_shift(acc)
+        index = lut_index(np.array(acc), shift)
+        assert 0 < index.min() and index.max() < 1023, acc  # 0 and 1023: clipped values too
+        if shift:  # one bit less reaches an end
+            assert {0, 1023} & set(lut_index(np.array(acc), shift - 1).tolist()), acc

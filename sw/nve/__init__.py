@@ -7,8 +7,8 @@ graph of one iteration (:mod:`.taskgraph`) for each candidate coefficient layout
 search with independent verification (:mod:`.modulo`), local-buffer and AGU allocation
 (:mod:`.alloc`), program emission (:mod:`.emit`). The host packs each band's input stream and
 runs it (:mod:`.bands`, :mod:`.host`). Feature-map fusion chooses the groups (:mod:`.fusion`);
-:mod:`.network` compiles and simulates whole networks next to the seed's Table 5,
-:mod:`.report` the seed's eight layers unfused, :mod:`.cli` is ``tessera nve``.
+:mod:`.network` compiles and simulates whole networks next to the seed's Table 5
+(:mod:`.report`), :mod:`.cli` is ``tessera nve``.
 
 Public API: :func:`compile_layer`, :func:`run_layer`, :func:`fuse_layer`,
 :func:`compile_network`, :func:`simulate_network`, :class:`CompiledLayer`,

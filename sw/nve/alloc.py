@@ -85,8 +85,8 @@ class BufferPlan:
 
 def allocate(graph, schedule, config, name):
     """The :class:`BufferPlan` of ``graph`` under ``schedule``; :class:`NveCompileError`
-    naming ``name`` when it exceeds ``config.local_words`` or needs more AGU pairs than the
-    NVE has."""
+    naming ``name`` when it exceeds ``config.local_words``. (Its one AGU pair always fits:
+    ``NveConfig`` has at least one.)"""
     spec = graph.spec
     plan = BufferPlan(len(graph.coef_words), schedule.ring, spec.columns.words,
                       len(spec.inputs), spec.steps.new)
@@ -96,7 +96,4 @@ def allocate(graph, schedule, config, name):
             f"({plan.coef_words} coefficient words + a ring of {plan.ring} x {plan.step} "
             f"column words for {plan.inputs} input maps), more than the {config.local_words} "
             f"of the local buffer")
-    if len(plan.agu) > config.agu_modes - 1:
-        raise NveCompileError(f"{name}: needs {len(plan.agu)} AGU pairs, the NVE has "
-                              f"{config.agu_modes - 1}")
     return plan

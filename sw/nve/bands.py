@@ -27,7 +27,7 @@ def padded_input(inputs, pad):
 
 def coefficient_words(graph, weights, bias):
     """The group's coefficient words (Python ints, the order of ``graph.coef_words``):
-    ``weights[i]`` / ``bias[i]`` belong to map ``graph.spec.maps[i]`` (weights
+    ``weights[i]`` / ``bias[i]`` belong to the group's ``i``-th map (weights
     ``[inputs, kernel_h, kernel_w]`` int16). Each word holds consecutive coefficients of one
     map's sequence ``bias, w(mac 1), w(mac 2), ...`` and zeros after them."""
     spec = graph.spec
@@ -59,7 +59,7 @@ def place_outputs(out, result_outputs, plan_outputs, maps, columns, band):
     """Write the int8 output words of one run into ``out[map, row, column]``: output word ``n``
     is ``plan_outputs[n] = (map position, output column, half)`` (``None``: discarded); ``lo``
     holds band rows 0..7, ``hi`` rows 8..15 (rows 0..7 in half-vector mode). Rows past the map
-    are dropped. Returns the number of output words."""
+    are dropped."""
     rows = out.shape[1]
     for word, where in zip(result_outputs, plan_outputs):
         if where is None:
@@ -69,4 +69,3 @@ def place_outputs(out, result_outputs, plan_outputs, maps, columns, band):
         keep = min(8, rows - first)
         if keep > 0:
             out[maps[pos], first:first + keep, x] = word[:keep]
-    return len(plan_outputs)

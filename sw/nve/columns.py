@@ -37,6 +37,7 @@ __all__ = ["MAX_TAPS_PER_PHASE", "ColumnLayout", "ColumnSteps", "column_layout",
 #: past the 16 lanes).
 MAX_TAPS_PER_PHASE = 9
 _PIXELS = 8  # int8 pixels per 64-bit word
+_LANES = 16  # MAC lanes
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,9 @@ class ColumnLayout:
         return tuple(tuple(r) for r in rows)
 
 
-def column_layout(kernel_h, stride_h, half, name="layer", lanes=16):
+def column_layout(kernel_h, stride_h, half, name="layer"):
     """The :class:`ColumnLayout` of a kernel ``kernel_h`` rows tall at vertical stride
-    ``stride_h`` (full vector of ``lanes`` MAC lanes, or half-vector mode with ``lanes / 2``).
+    ``stride_h`` (all 16 MAC lanes, or half-vector mode with 8).
 
     Raises :class:`NveCompileError` naming ``name`` when a phase has more taps than the image
     register reaches, or half-vector mode is asked for a phase of several taps.
@@ -132,8 +133,8 @@ def column_layout(kernel_h, stride_h, half, name="layer", lanes=16):
             words += 1
             extras[p] = (word, 0, True)
         position += need
-    return ColumnLayout(lanes // 2 if half else lanes, half, stride_h, taps, words, tuple(base),
-                        tuple(extras))
+    return ColumnLayout(_LANES // 2 if half else _LANES, half, stride_h, taps, words,
+                        tuple(base), tuple(extras))
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hls_ref.nve.isa import DEFAULT_CONFIG, Settings
+from hls_ref.nve.isa import DEFAULT_CONFIG
 from hls_ref.nve.iss import Nve
 from hls_ref.nve.layers import NveLayer, conv_layer, random_layer_data
+from hls_ref.nve.numerics import activate
 
 from .alloc import allocate
 from .bands import band_stream, coefficient_words, padded_input, place_outputs
@@ -30,7 +31,8 @@ from .layout import candidate_layouts
 from .modulo import flat_schedule, modulo_schedule
 from .taskgraph import GroupSpec, build_graph, forbidden_starts
 
-__all__ = ["CompiledGroup", "CompiledLayer", "compile_group", "compile_layer"]
+__all__ = ["CompiledGroup", "CompiledLayer", "compile_group", "compile_layer", "run_group",
+           "spread_shift"]
 
 _FORMS = ("auto", "standard", "compact")
 _CHECK_SEED = 3003
@@ -153,9 +155,21 @@ class CompiledLayer:
         return sum(g.bands * len(g.emitted.outputs) for g in self.groups)
 
 
-def _spec(layer, maps, half, name):
+def _group_inputs(layer, maps):
+    """``(inputs, connections)`` of a group: the input maps it reads (local-buffer order) and
+    for every map the positions in ``inputs`` of the maps it reads (the layer's order)."""
     inputs = tuple(sorted({i for m in maps for i in layer.connections[m]}))
-    connections = tuple(tuple(inputs.index(i) for i in layer.connections[m]) for m in maps)
+    return inputs, tuple(tuple(inputs.index(i) for i in layer.connections[m]) for m in maps)
+
+
+def _signature(layer, maps):
+    """What a group's program depends on besides the layer geometry."""
+    inputs, connections = _group_inputs(layer, maps)
+    return len(inputs), connections
+
+
+def _spec(layer, maps, half, name):
+    inputs, connections = _group_inputs(layer, maps)
     columns = column_layout(layer.kernel_h, layer.stride_h, half, name)
     return GroupSpec(tuple(maps), inputs, connections, layer.kernel_h, layer.kernel_w,
                      layer.stride_h, layer.stride_w, columns)
@@ -185,11 +199,17 @@ def compile_group(layer, maps, *, name="layer", half_vector=None, form="auto",
     ``half_vector``: ``None`` chooses (for one-tap phases, the better of both modes by steady
     MAC/instruction), ``True``/``False`` forces. ``form``: ``"auto"`` (standard if it fits the
     instruction buffer, else compact), ``"standard"`` or ``"compact"``. ``check``: also run one
-    band of random data on the ISS. Raises :class:`NveCompileError` naming ``name`` when the
-    group cannot be mapped.
+    band of random data on the ISS. ``config``: the NVE's memory sizes, AGU modes and
+    iteration limit (the datapath must be the seed's). Raises :class:`NveCompileError` naming
+    ``name`` when the group cannot be mapped.
     """
     if form not in _FORMS:
         raise ValueError(f"form must be one of {_FORMS}, not {form!r}")
+    if config.word_bits != DEFAULT_CONFIG.word_bits:  # NveConfig ties the datapath to it
+        raise ValueError(f"the code generator targets the seed's datapath (16 lanes, "
+                         f"{DEFAULT_CONFIG.word_bits}-bit words); a config may change the "
+                         f"memory sizes, AGU modes and iteration limit, not word_bits "
+                         f"{config.word_bits}")
     maps = tuple(maps)
     if half_vector is None:
         one_tap = layer.kernel_h <= layer.stride_h
@@ -213,13 +233,11 @@ def _finish(layer, spec, graph, schedule, flat, name, form, config, check):
     emitted, sizes = None, []
     for f in forms:
         try:
-            candidate = emit(graph, schedule, plan, n, f, config)
-        except FormError:
-            continue
-        sizes.append(f"{f} {candidate.program.size}")
-        if candidate.program.size <= config.instruction_words:
-            emitted = candidate
+            emitted = emit(graph, schedule, plan, n, f, config)
             break
+        except FormError as error:
+            if error.size is not None:
+                sizes.append(f"{f} {error.size}")
     if emitted is None:
         raise NveCompileError(
             f"{name}: the program of maps {list(spec.maps)} (II {schedule.ii}, "
@@ -239,6 +257,18 @@ def _finish(layer, spec, graph, schedule, flat, name, form, config, check):
     return group
 
 
+def spread_shift(accumulators):
+    """The smallest activation shift at which no accumulator reaches either end of the LUT
+    (indices 0 and 1023 also stand for every clipped value): random data then reaches the
+    LUT with every accumulator bit the shift keeps, where a saturated output would hide a
+    wrong accumulator."""
+    peak = int(np.abs(np.asarray(accumulators, dtype=np.int64)).max(initial=0))
+    shift = 0
+    while (peak + ((1 << shift) >> 1)) >> shift > 510:  # numerics.lut_index's rounding
+        shift += 1
+    return shift
+
+
 def _iss_check(group, config):
     """Run the group's program text on one band of random data with a few iterations on the
     ISS and compare every output pixel with the golden layer model."""
@@ -247,7 +277,8 @@ def _iss_check(group, config):
     # remainder modulo the ring depth), or the row itself when it is that short
     low, ring = full.minimum_iterations + 1, group.plan.ring
     n = low + (full.iterations - low) % ring if full.iterations >= low else full.iterations
-    emitted = emit(group.graph, group.schedule, group.plan, n, full.form, config)
+    emitted = full if n == full.iterations else emit(group.graph, group.schedule, group.plan,
+                                                      n, full.form, config)
     if emitted.program.words != full.program.words:
         raise AssertionError("the self-check program differs from the compiled one")
     lanes = spec.columns.lanes
@@ -257,8 +288,9 @@ def _iss_check(group, config):
     rng = np.random.default_rng(_CHECK_SEED)
     inputs, weights, bias = random_layer_data(small, rng)
     lut = rng.integers(-128, 128, 1024)
-    shift = 12
-    expected, _ = conv_layer(inputs, weights, bias, small, shift, lut)
+    _, acc = conv_layer(inputs, weights, bias, small, 0, lut)
+    shift = spread_shift(acc)
+    expected = activate(acc, shift, lut)
     probe = replace(group, emitted=emitted, bands=1,
                     spec=replace(spec, maps=tuple(range(len(spec.maps))),
                                  inputs=tuple(range(len(spec.inputs)))))
@@ -277,12 +309,10 @@ def run_group(group, layer, inputs, weights, bias, shift, lut, *, bands=None,
     spec = group.spec
     if out is None:
         out = np.zeros(layer.out_shape, dtype=np.int8)
-    padded = padded_input(inputs, layer.pad)[list(spec.inputs)]
+    padded = padded_input(np.asarray(inputs)[list(spec.inputs)], layer.pad)
     coef = group.coefficient_words(weights, bias)
-    s = group.program.settings
-    program = replace(group.program, settings=Settings(
-        s.loop_start, s.loop_end, s.iterations, s.agu, int(shift),
-        tuple(int(v) for v in np.asarray(lut).ravel())))
+    program = replace(group.program,
+                      settings=replace(group.program.settings, shift=int(shift), lut=lut))
     nve = Nve(config)
     nve.load(program)
     results = []
@@ -295,13 +325,6 @@ def run_group(group, layer, inputs, weights, bias, shift, lut, *, bands=None,
         place_outputs(out, result.outputs, group.emitted.outputs, spec.maps, spec.columns, band)
         results.append(result)
     return out, results
-
-
-def _signature(layer, maps):
-    """What a group's program depends on besides the layer geometry."""
-    inputs = sorted({i for m in maps for i in layer.connections[m]})
-    return (len(inputs), tuple(tuple(inputs.index(i) for i in layer.connections[m])
-                               for m in maps))
 
 
 def compile_layer(layer, maps=None, *, groups=None, name=None, half_vector=None, form="auto",
@@ -333,7 +356,6 @@ def compile_layer(layer, maps=None, *, groups=None, name=None, half_vector=None,
             cache[key] = compile_group(layer, g, name=name, half_vector=half_vector, form=form,
                                        config=config, check=check)
         base = cache[key]
-        spec = replace(base.spec, maps=tuple(g),
-                       inputs=tuple(sorted({i for m in g for i in layer.connections[m]})))
+        spec = replace(base.spec, maps=tuple(g), inputs=_group_inputs(layer, g)[0])
         compiled.append(replace(base, spec=spec))
     return CompiledLayer(layer, name, tuple(compiled))

@@ -43,7 +43,12 @@ _PRIME_READ = 2
 
 
 class FormError(Exception):
-    """The schedule cannot be emitted in the requested form."""
+    """The schedule cannot be emitted in the requested form: not at all (``size`` None), or
+    not within the instruction buffer (``size``: the instructions the program needs)."""
+
+    def __init__(self, message, size=None):
+        super().__init__(message)
+        self.size = size
 
 
 @dataclass(frozen=True)
@@ -87,9 +92,10 @@ class Emitted:
 
     @property
     def minimum_iterations(self):
-        """The smallest iteration count with a loop body; the same program text, with another
-        ``ITERATIONS``, serves every count from here up that leaves the same remainder modulo
-        the ring depth (the epilogue's fixed addresses depend on it)."""
+        """The smallest iteration count with a loop body (``iterations`` when this row is too
+        short for one); the same program text, with another ``ITERATIONS``, serves every
+        count from there up that leaves the same remainder modulo the ring depth (the
+        epilogue's fixed addresses depend on it)."""
         return self.iterations - self.loop_count + 1 if self.loop_count else self.iterations
 
 
@@ -100,7 +106,9 @@ def _x0(times, a, ii):
 def emit(graph, schedule, plan, iterations, form, config):
     """The :class:`Emitted` program of ``graph`` (scheduled, allocated) for ``iterations``
     output columns per run, in ``form`` ``"standard"`` or ``"compact"``; :class:`FormError`
-    when the schedule does not allow the compact form."""
+    when the schedule does not allow the compact form or the program exceeds
+    ``config.instruction_words`` (checked before the stream, output and trace plans are
+    built)."""
     ops, times, ii, n = graph.ops, schedule.times, schedule.ii, iterations
     steps = graph.spec.steps
     setrb0 = graph.setrbs[0].id
@@ -175,12 +183,15 @@ def emit(graph, schedule, plan, iterations, form, config):
     for cycle in init:
         words.append(_init_instruction(cycle, plan))
     for cycle in prologue:
-        words.append(_instruction(cycle, plan, None))
+        words.append(_instruction(cycle, plan))
     loop_start = len(words)
     for row in body:
-        words.append(_instruction({s: (op, None) for s, op in row.items()}, plan, x0))
+        words.append(_instruction({s: (op, x0[op.id]) for s, op in row.items()}, plan, True))
     for cycle in epilogue:
-        words.append(_instruction(cycle, plan, None))
+        words.append(_instruction(cycle, plan))
+    if len(words) > config.instruction_words:
+        raise FormError(f"{form}: {len(words)} instructions, more than the "
+                        f"{config.instruction_words} of the instruction buffer", len(words))
     settings = Settings(loop_start=loop_start, loop_end=loop_start + ii - 1,
                         iterations=k_count, agu=plan.agu)
     program = Program(tuple(encode(w, config) for w in words), settings, config)
@@ -212,9 +223,9 @@ def emit(graph, schedule, plan, iterations, form, config):
 def _check_phantoms(ops, x0, k_count, n, setrb0, form):
     """Body executions may work on iterations outside 0 .. n-1 only in the compact form, and
     only with operations that are harmless there."""
+    if not k_count:
+        return
     for op in ops:
-        if not k_count:
-            break
         for x in (x0[op.id], x0[op.id] + k_count - 1):
             if 0 <= x < n:
                 continue
@@ -235,20 +246,15 @@ def _put(cycle, op, x):
 
 
 def _first_reads(ops, times, ii, tags):
-    """Cycle (after the init part) of the first read of every init word."""
+    """Cycle (after the init part) of the first read of every init word ``tags``: the read
+    ``op`` of iteration ``x`` reads :func:`_op_word` at ``x * ii + t(op)``, and only
+    iterations ``0 .. delta`` can reach back to a word no iteration writes."""
     first = {tag: 1 << 30 for tag in tags}
     for op in ops:
-        if op.name != "rd":
-            continue
-        if op.word[0] == "coef":
-            tag = ("coef", op.word[1])
-            first[tag] = min(first[tag], times[op.id])
-            continue
-        _, inp, j, k = op.word
-        for tag in tags:
-            if tag[0] == "pix" and tag[1] == inp and tag[3] == j and tag[4] == k:
-                x = tag[2] + op.delta
-                if x >= 0:
+        if op.name == "rd":
+            for x in range(op.delta + 1):
+                tag = _op_word(op, x)
+                if tag in first:
                     first[tag] = min(first[tag], x * ii + times[op.id])
     return first
 
@@ -286,19 +292,17 @@ def _init_instruction(cycle, plan):
     return Instruction(**fields)
 
 
-def _instruction(cycle, plan, x0):
-    """The instruction of one cycle: fixed addresses (``x0`` None) or loop-body fields."""
+def _instruction(cycle, plan, body=False):
+    """The instruction of one cycle ``{slot: (op, iteration)}``: fixed addresses, or in the
+    loop ``body`` the AGU fields of pixel words (``iteration``: the first body execution's)."""
     fields = {}
     for slot, (op, x) in cycle.items():
         if slot in ("mema", "memb"):
-            if op.word[0] == "coef" or x0 is None:
-                fields[slot] = MemOp(op.name, _tag_address(_op_word(op, x if x0 is None
-                                                                     else x0[op.id]), plan),
-                                     0, 0)
-            else:
+            if body and op.word[0] == "pix":
                 _, inp, j, k = op.word
-                offset, update, mode = plan.body_field(inp, j, k, x0[op.id] - op.delta)
-                fields[slot] = MemOp(op.name, offset, update, mode)
+                fields[slot] = MemOp(op.name, *plan.body_field(inp, j, k, x - op.delta))
+            else:
+                fields[slot] = MemOp(op.name, _tag_address(_op_word(op, x), plan), 0, 0)
         elif slot == "act":
             fields["act"], fields["out"] = op.name, True
         else:
@@ -365,7 +369,7 @@ def check_memory(emitted, config):
             elif not phantom and tags[address] != tag:
                 problems.append(f"{where}: reads {tags[address]} at {address}, wants {tag}")
         if len(problems) > 20:
-            break
+            return problems
     if next(trace, None) is not None:
         problems.append("the program ends before the intended memory operations")
     return problems

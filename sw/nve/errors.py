@@ -6,4 +6,4 @@ __all__ = ["NveCompileError"]
 class NveCompileError(ValueError):
     """A layer or group of output maps the code generator cannot map onto the NVE. The message
     names the layer (or group) and the limit it breaks: the image-register height, the local
-    buffer, the instruction buffer or the AGU pairs."""
+    buffer, the instruction buffer or the ITERATIONS register."""

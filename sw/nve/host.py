@@ -71,7 +71,8 @@ def run_layer(layer, inputs, weights, bias, shift, lut, *, compiled=None, bands=
     ``[inputs of map m, kernel_h, kernel_w]`` per output map, ``bias`` int16 ``[out_maps]``,
     ``shift`` (bits) and ``lut`` (1024 int8) as :func:`hls_ref.nve.layers.conv_layer` takes
     them. ``compiled``: a :class:`~.compile.CompiledLayer` of ``layer`` (default: compiled here
-    with ``compile_options``). ``bands``: band indices to run (default: all). Returns a
+    with ``compile_options``). ``bands``: band indices to run (default: all; a group skips
+    those past its last band: 16-lane groups have half the bands of 8-lane ones). Returns a
     :class:`LayerRun`.
     """
     if compiled is None:
@@ -82,7 +83,8 @@ def run_layer(layer, inputs, weights, bias, shift, lut, *, compiled=None, bands=
     runs = []
     taps = layer.kernel_h * layer.kernel_w
     for group in compiled.groups:
-        chosen = range(group.bands) if bands is None else [b for b in bands if b < group.bands]
+        chosen = range(group.bands) if bands is None else [b for b in bands
+                                                           if 0 <= b < group.bands]
         _, results = run_group(group, layer, inputs, weights, bias, shift, lut,
                                bands=chosen, config=config, out=out)
         pairs = sum(len(layer.connections[m]) for m in group.spec.maps)

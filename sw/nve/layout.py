@@ -56,15 +56,11 @@ def seed_repacking(n, forbidden, depth=4):
 def fewest_loads(n, forbidden, penalty, depth=4):
     """The layout of least ``chunks + penalty * forbidden starts`` (dynamic programming over
     sequence positions; among equal costs the longer chunk first)."""
-    cost = [0.0] * (n + 1)
+    cost = [0] * (n + 1)
     choice = [0] * (n + 1)
     for j in range(n - 1, -1, -1):
-        best = None
-        for size in range(min(depth, n - j), 0, -1):
-            c = cost[j + size]
-            if best is None or c < best - 1e-9:
-                best, choice[j] = c, size
-        cost[j] = best + 1 + (penalty if j in forbidden else 0)
+        choice[j] = min(range(min(depth, n - j), 0, -1), key=lambda size: cost[j + size])
+        cost[j] = cost[j + choice[j]] + 1 + (penalty if j in forbidden else 0)
     sizes, j = [], 0
     while j < n:
         sizes.append(choice[j])

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from .schedule import ResourceTable, place_acts, place_writes, schedule_core
-from .taskgraph import Edge
+from .taskgraph import WRITE_READ, Edge
 
 __all__ = ["Schedule", "flat_schedule", "memory_edges", "modulo_schedule", "rec_mii",
            "res_mii", "ring_depth", "verify"]
@@ -81,9 +81,10 @@ def rec_mii(graph):
     n = len(graph.ops)
     intra = [e for e in graph.edges if e.dist == 0]
     order, out = _dag_order(n, intra)
+    entered = {e.dst for e in intra}  # no path reaches the others (the writes, for one)
     best, memo = 1, {}
     for e in graph.edges:
-        if e.dist <= 0:
+        if e.dist <= 0 or (e.src not in entered and e.src != e.dst):
             continue
         if e.dst not in memo:
             dist = [-math.inf] * n
@@ -105,7 +106,7 @@ def ring_depth(graph, times, ii):
     write/read pair of a word ``delta + ceil((t_rd - t_wr + 1) / ii)``."""
     depth = max(1, max((op.delta for op in graph.ops if op.name == "rd"), default=0))
     for e in graph.edges:
-        if e.why == "wr -> rd":
+        if e.why == WRITE_READ:
             need = e.dist + -(-(times[e.dst] - times[e.src] + 1) // ii)
             depth = max(depth, need)
     return depth
@@ -116,7 +117,7 @@ def memory_edges(graph, ring):
     reuses a slot (``ring`` iterations after the slot's writer) comes at least 1 cycle after
     every read of the slot's word (a read in the cycle of the write would see the new word)."""
     return [Edge(e.dst, e.src, 1, ring - e.dist, "rd before the ring slot is rewritten")
-            for e in graph.edges if e.why == "wr -> rd"]
+            for e in graph.edges if e.why == WRITE_READ]
 
 
 def verify(graph, times, ii, ring):
@@ -156,8 +157,7 @@ def flat_schedule(graph):
     """The single-iteration schedule (iterations do not overlap; seed Sec. 4.3, Fig. 17/24):
     core ops bottom-up, writes ALAP within the iteration, acts in the next iteration. Its
     ``ii`` is the iteration length (every operation but the acts)."""
-    core = schedule_core(graph, None)
-    times, table = core
+    times, table = schedule_core(graph)
     place_writes(graph, times, table)
     length = max(times.values()) - min(times.values()) + 1
     times = _normalised(times)
@@ -173,13 +173,12 @@ def flat_schedule(graph):
     return Schedule(times, length, ring, True)
 
 
-def modulo_schedule(graph, max_ii=None, flat=None):
-    """The modulo schedule of the smallest verifying II from ``max(res_mii, rec_mii)`` up to
-    ``max_ii`` (default: the flat schedule's length); the flat schedule (``flat``, computed if
-    not given) if none verifies."""
+def modulo_schedule(graph, flat=None):
+    """The modulo schedule of the smallest verifying II from ``max(res_mii, rec_mii)`` below
+    the flat schedule's length; the flat schedule (``flat``, computed if not given) if none
+    verifies."""
     flat = flat or flat_schedule(graph)
-    top = flat.ii if max_ii is None else max_ii
-    for ii in range(max(res_mii(graph), rec_mii(graph)), top):
+    for ii in range(max(res_mii(graph), rec_mii(graph)), flat.ii):
         core = schedule_core(graph, ii)
         if core is None:
             continue

@@ -21,6 +21,8 @@ tables (the seed's single-iteration schedule). Then:
 
 import heapq
 
+from .taskgraph import HAND_OFF, REPLACED, WRITE_READ
+
 __all__ = ["ResourceTable", "place_acts", "place_writes", "schedule_core"]
 
 
@@ -65,13 +67,13 @@ def schedule_core(graph, ii=None):
     waiting = {i: len(succ[i]) for i in core}
     table = ResourceTable(ii)
     times = {}
-    heap = [(0, -i, i) for i in core if waiting[i] == 0]
+    heap = [(0, -i) for i in core if waiting[i] == 0]  # (-latest start, -id): latest first
     heapq.heapify(heap)
     search = ii if ii else 1 << 20
     while heap:
-        _, _, i = heapq.heappop(heap)
+        neg_latest, neg_id = heapq.heappop(heap)
+        latest, i = -neg_latest, -neg_id
         op = ops[i]
-        latest = min((times[e.dst] - e.lat for e in succ[i]), default=0)
         for t in range(latest, latest - search, -1):
             if _fits(table, op, ops, t):
                 break
@@ -86,7 +88,7 @@ def schedule_core(graph, ii=None):
             waiting[e.src] -= 1
             if waiting[e.src] == 0:
                 t_max = min(times[f.dst] - f.lat for f in succ[e.src])
-                heapq.heappush(heap, (-t_max, -e.src, e.src))
+                heapq.heappush(heap, (-t_max, -e.src))
     if len(times) != len(core) + sum(len(ops[i].reads) for i in core):
         raise AssertionError("the intra-iteration edges of the core form a cycle")
     if ii:
@@ -97,30 +99,21 @@ def schedule_core(graph, ii=None):
     return times, table
 
 
-def _write_deadline(graph, times, ii, op):
-    """The latest cycle of write ``op``: 2 before the earliest read of its word (reads
-    ``delta`` iterations later count ``ii * delta`` later; without ``ii`` only the reads of the
-    writing iteration count)."""
-    deadline = None
-    for e in graph.edges:
-        if e.src == op.id and e.why == "wr -> rd":
-            if ii is None and e.dist:
-                continue
-            t = times[e.dst] + (ii or 0) * e.dist - e.lat
-            deadline = t if deadline is None else min(deadline, t)
-    return deadline
-
-
 def place_writes(graph, times, table):
     """Place the writes ALAP into free MEMA cycles (modulo rows with a modulo table), latest
-    deadline first; updates ``times`` and ``table``. Returns False if a modulo table has no
+    deadline first: 2 cycles before the earliest read of the word (reads ``delta`` iterations
+    later count ``ii * delta`` later; with a flat table only the reads of the writing
+    iteration count). Updates ``times`` and ``table``; returns False if a modulo table has no
     free MEMA row."""
     ii = table.ii
-    pending = sorted(((_write_deadline(graph, times, ii, op), op.id) for op in graph.writes),
-                     reverse=True)
+    deadline = {}
+    for e in graph.edges:
+        if e.why == WRITE_READ and (ii or not e.dist):
+            t = times[e.dst] + (ii or 0) * e.dist - e.lat
+            deadline[e.src] = min(deadline.get(e.src, t), t)
     search = ii if ii else 1 << 20
-    for deadline, i in pending:
-        for t in range(deadline, deadline - search, -1):
+    for i in sorted(deadline, key=lambda w: (deadline[w], w), reverse=True):
+        for t in range(deadline[i], deadline[i] - search, -1):
             if table.free("mema", t):
                 break
         else:
@@ -136,9 +129,9 @@ def place_acts(graph, times, table, ii):
     initiation interval ``ii``. Returns False when some act has no free cycle in its window."""
     window = {}
     for e in graph.edges:
-        if e.why == "setrb -> act of the handed-off map":
+        if e.why == HAND_OFF:
             window.setdefault(e.dst, [None, None])[0] = times[e.src] + e.lat - ii * e.dist
-        elif e.why == "act before the hand-off is replaced":
+        elif e.why == REPLACED:
             window.setdefault(e.src, [None, None])[1] = times[e.dst] + ii * e.dist - e.lat
     for acts in graph.acts:
         for op in acts:

@@ -35,7 +35,16 @@ from itertools import pairwise
 
 from .columns import column_steps
 
-__all__ = ["Edge", "GroupSpec", "Op", "TaskGraph", "build_graph", "forbidden_starts"]
+__all__ = ["HAND_OFF", "REPLACED", "WRITE_READ", "Edge", "GroupSpec", "Op", "TaskGraph",
+           "build_graph", "forbidden_starts"]
+
+# The ``why`` of the edges the schedulers look up by kind (the others only name their rule).
+#: ``wr`` -> ``rd`` of the same word.
+WRITE_READ = "wr -> rd"
+#: ``setrb`` -> an act of the map it hands off to ACT.
+HAND_OFF = "setrb -> act of the handed-off map"
+#: act -> the ``setrb`` whose hand-off replaces the one it activates.
+REPLACED = "act before the hand-off is replaced"
 
 
 @dataclass(frozen=True)
@@ -231,12 +240,12 @@ def _edges(g):
         d1, h = divmod(i + 1, n)
         d2, r = divmod(i + 2, n)
         for act in acts:
-            g.edge(g.setrbs[h], act, 3, -d1, "setrb -> act of the handed-off map")
-            g.edge(act, g.setrbs[r], -2, d2, "act before the hand-off is replaced")
-    writes = {op.word: op for op in ops if op.name == "wr"}
+            g.edge(g.setrbs[h], act, 3, -d1, HAND_OFF)
+            g.edge(act, g.setrbs[r], -2, d2, REPLACED)
+    writes = {op.word: op for op in g.writes}
     for op in ops:
         if op.name == "rd" and op.word[0] == "pix":
-            g.edge(writes[op.word], op, 2, op.delta, "wr -> rd")
+            g.edge(writes[op.word], op, 2, op.delta, WRITE_READ)
 
 
 def _users(g, slot):
