@@ -2,7 +2,12 @@
 and the docs/results.md section they write."""
 
 import json
+from dataclasses import replace
 
+import pytest
+
+import boards.synth
+import sw.nve.cli
 from hls_ref.nve.asm import assemble
 from sw.cli import main
 from sw.nve.cli import results_section
@@ -47,6 +52,7 @@ def test_report_without_fusion(capsys):
     out = capsys.readouterr().out
     assert "| face-detection L1 | 6x6 / 2x2 | 4 (1) | 37 | VMAC | 15.57 |" in out
     assert "| 5.40 | 5.40 | 0% |" in out
+    assert "| face-detection L1 | - | - | - | none |" in out  # no greedy without fusion
 
 
 def test_errors(capsys):
@@ -54,6 +60,10 @@ def test_errors(capsys):
     assert "face-detection has no layer L9" in capsys.readouterr().err
     assert main(["nve", "report", "speed-sign", "--write-results"]) == 2
     assert "--write-results needs NETWORK all" in capsys.readouterr().err
+    # the section reports simulated bands: writing it needs some
+    assert main(["nve", "report", "all", "--write-results"]) == 2
+    assert "--simulate-bands 1 or more" in capsys.readouterr().err
+    assert main(["nve", "report", "all", "--simulate-bands", "-1"]) == 2
 
 
 def test_results_section():
@@ -64,3 +74,19 @@ def test_results_section():
     assert "| face-detection L1 | 6x6 / 2x2 | 1 (4) | 148 | VMAC | 15.57 | 15.13 | 13.39 | " \
            "13.71 | 5.40 | 2.03 | 62% | 1.81 |" in text
     assert "### Simulated row bands" in text
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_results_are_written_only_when_every_band_matches(monkeypatch, capsys, exact):
+    # face-detection L4 stands in for both networks; one band's outputs may differ
+    net = compile_network("face-detection", layers=["L4"], check=False)
+    runs = simulate_network(net, bands=1)
+    runs["L4"] = (replace(runs["L4"][0], exact=exact),)
+    written = []
+    monkeypatch.setattr(sw.nve.cli, "compile_network", lambda name, **_: net)
+    monkeypatch.setattr(sw.nve.cli, "simulate_network", lambda *_, **__: runs)
+    monkeypatch.setattr(boards.synth, "write_results_section",
+                        lambda name, body: written.append(name))
+    status = main(["nve", "report", "all", "--simulate-bands", "1", "--write-results"])
+    assert (status, written) == ((0, ["nve"]) if exact else (1, []))
+    assert ("MISMATCH" in capsys.readouterr().out) != exact

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .errors import NveCompileError
+from .host import WORD_BYTES
 from .network import (
     NETWORK_NAMES,
     TABLE1_TRANSFER_MB,
@@ -74,7 +75,7 @@ def totals_table(results):
              "seed manual | seed automatic | network MACs / cycles |",
              "|---|---|---:|---:|---:|---:|---:|"]
     for net in results:
-        printed = dict(zip(("seed_manual", "seed_automatic"), TABLE5_TOTALS[net.name]))
+        printed = dict(zip(("seed_automatic", "seed_manual"), TABLE5_TOTALS[net.name]))
         for which, label in (("seed", "Table 5's printed"), ("ours", "Table 1 MAC shares")):
             w = net.weights(which)
             shares = "/".join(f"{100 * w[r.name]:.3g}" for r in net.layers)
@@ -99,13 +100,14 @@ def fusion_table(results):
     for net in results:
         for r in net.layers:
             f = r.fusion
-            greedy = f.greedy or f.chosen
-            kept = f.chosen
+            greedy, kept = f.greedy, f.chosen
+            greedy_cells = ("- | - | -" if greedy is None else  # no fusion: no greedy
+                            f"{_groups_text(greedy.groups)} | {greedy.estimate.cycles:,} | "
+                            f"{WORD_BYTES * greedy.estimate.words / _MIB:.2f}")
             lines.append(
-                f"| {net.name} {r.name} | {_groups_text(greedy.groups)} | "
-                f"{greedy.estimate.cycles:,} | {8 * greedy.estimate.words / _MIB:.2f} | "
+                f"| {net.name} {r.name} | {greedy_cells} | "
                 f"{kept.label} | {_groups_text(kept.groups)} | {kept.estimate.cycles:,} | "
-                f"{8 * kept.estimate.words / _MIB:.2f} | {len(f.candidates)} |")
+                f"{WORD_BYTES * kept.estimate.words / _MIB:.2f} | {len(f.candidates)} |")
     return "\n".join(lines)
 
 
@@ -154,7 +156,8 @@ def _simulation_ok(sims):
 
 
 def results_section(results, sims, bands, seconds):
-    """The docs/results.md section (markdown) for all networks."""
+    """The docs/results.md section (markdown) for all networks; ``sims``: the
+    :func:`.network.simulate_network` runs of ``bands`` bands per program, per network."""
     command = f"tessera nve report all --simulate-bands {bands} --write-results"
     parts = [
         "## NVE code generator: the seed's networks against Table 5",
@@ -203,19 +206,16 @@ def results_section(results, sims, bands, seconds):
         fusion_table(results),
         "",
         transfer_summary(results),
+        "",
+        "### Simulated row bands",
+        "",
+        "A band of a group executes the same instructions whatever its data, without "
+        "stalls, so a layer's cycles are the sum over its groups of bands x the program's "
+        "instructions per band (last column); every simulated band took exactly that many "
+        "cycles.",
+        "",
+        simulation_table(results, sims),
     ]
-    if sims is not None:
-        parts += [
-            "",
-            "### Simulated row bands",
-            "",
-            "A band of a group executes the same instructions whatever its data, without "
-            "stalls, so a layer's cycles are the sum over its groups of bands x the program's "
-            "instructions per band (last column); every simulated band took exactly that many "
-            "cycles.",
-            "",
-            simulation_table(results, sims),
-        ]
     return "\n".join(parts)
 
 
@@ -229,7 +229,7 @@ def _print_layers(results):
 
 
 def _compile_all(args):
-    fusion = not getattr(args, "no_fusion", False)
+    fusion = not args.no_fusion
     out = []
     for name in _networks(args.network):
         t = time.perf_counter()
@@ -254,10 +254,9 @@ def _write_programs(results, out):
             for k, p in enumerate(r.programs()):
                 stem = f"{net.name}_{r.name}_p{k}"
                 stems.update({maps: stem for maps in p.groups})
-                program = next(g.program for g in r.compiled.groups if g.spec.maps in p.groups)
-                (out / f"{stem}.asm").write_text(disassemble(program))
+                (out / f"{stem}.asm").write_text(disassemble(p.program))
                 (out / f"{stem}.bin").write_bytes(
-                    b"".join(w.to_bytes(8, "little") for w in program.words))
+                    b"".join(w.to_bytes(WORD_BYTES, "little") for w in p.program.words))
             for g in r.compiled.groups:
                 groups.append({
                     "maps": list(g.spec.maps), "inputs": list(g.spec.inputs),
@@ -279,7 +278,7 @@ def _write_programs(results, out):
                 "steady_mac_per_instruction": round(r.steady, 4),
                 "layer_mac_per_instruction": round(r.whole, 4),
                 "seed_automatic": r.seed_automatic, "seed_manual": r.seed_manual,
-                "input_bytes": r.input_bytes, "output_bytes": r.transfer_bytes - r.input_bytes,
+                "input_bytes": r.input_bytes, "output_bytes": r.output_bytes,
                 "unfused_bytes": r.unfused_bytes,
                 "fusion": {"kept": r.fusion.chosen.label,
                            "candidates": [{"label": c.label,
@@ -322,9 +321,13 @@ def cmd_compile(args):
 
 
 def cmd_report(args):
-    if args.write_results and (args.network != "all" or args.layers or args.no_fusion):
-        print("tessera nve: error: --write-results needs NETWORK all, every layer and fusion",
-              file=sys.stderr)
+    if args.simulate_bands < 0:
+        print("tessera nve: error: --simulate-bands must be 0 or more", file=sys.stderr)
+        return 2
+    if args.write_results and (args.network != "all" or args.layers or args.no_fusion
+                               or not args.simulate_bands):
+        print("tessera nve: error: --write-results needs NETWORK all, every layer, fusion and "
+              "--simulate-bands 1 or more", file=sys.stderr)
         return 2
     t = time.perf_counter()
     results = _compile_or_report(args)
@@ -339,8 +342,9 @@ def cmd_report(args):
         print(simulation_table(results, sims))
     ok = sims is None or _simulation_ok(sims)
     if not ok:
-        print("\nMISMATCH: a simulated band differs from the golden model or the cycle count")
-    if args.write_results:
+        print("\nMISMATCH: a simulated band differs from the golden model or the cycle count"
+              + ("; docs/results.md left as it was" if args.write_results else ""))
+    elif args.write_results:
         from boards.synth import write_results_section
 
         write_results_section("nve", results_section(results, sims, args.simulate_bands,

@@ -20,8 +20,9 @@ grouping with the fewest cycles of the whole layer, then the fewest external wor
 candidate group is compiled once per structure (maps, input counts and sharing, as
 :func:`.compile.compile_layer` shares programs) on a few output columns; the whole-row figures
 follow exactly from that program (each further column adds one loop-body execution: II
-cycles, the iteration's new input words and its output words) and are confirmed by the final
-compile of the chosen grouping.
+cycles, the iteration's new input words and its output words). The chosen grouping is
+emitted on the whole row from the probes' schedules (a schedule does not depend on the row
+length), which confirms those figures.
 """
 
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from itertools import combinations
 from hls_ref.nve.isa import DEFAULT_CONFIG
 
 from .columns import column_layout, column_steps
-from .compile import _signature, compile_group, compile_layer
+from .compile import CompiledLayer, _finish, _signature, compile_group
 from .errors import NveCompileError
 
 __all__ = ["Attempt", "Candidate", "FusedLayer", "GroupEstimate", "GroupProbe", "fuse_layer",
@@ -39,6 +40,8 @@ __all__ = ["Attempt", "Candidate", "FusedLayer", "GroupEstimate", "GroupProbe", 
 #: Output columns of the short layer a candidate group is compiled on: enough for every
 #: program form to have loop-body executions; the row's remaining columns add one each.
 PROBE_COLUMNS = 24
+#: The label suffix of candidates in half-vector mode (when both modes are searched).
+_HALF = " (half vector)"
 
 
 @dataclass(frozen=True)
@@ -180,15 +183,13 @@ class Candidate:
 @dataclass(frozen=True)
 class FusedLayer:
     """The outcome of :func:`fuse_layer`: ``compiled`` (the :class:`~.compile.CompiledLayer`
-    of the chosen grouping), ``chosen`` (its :class:`Candidate`), every candidate, the greedy's
-    attempts (in the chosen vector mode) and the number of distinct group programs compiled
-    (``probes``)."""
+    of the chosen grouping), ``chosen`` (its :class:`Candidate`), every candidate and the
+    greedy's attempts (in the chosen vector mode)."""
 
     compiled: object
     chosen: Candidate
     candidates: tuple
     attempts: tuple = field(default=())
-    probes: int = 0
 
     @property
     def groups(self):
@@ -199,9 +200,8 @@ class FusedLayer:
     def greedy(self):
         """The seed greedy's :class:`Candidate` in the chosen vector mode (``None`` when the
         strategy was ``"none"``)."""
-        return next((c for c in self.candidates if c.label.startswith("greedy") and
-                     "at most" not in c.label and c.half_vector == self.chosen.half_vector),
-                    None)
+        return next((c for c in self.candidates if c.label.removesuffix(_HALF) == "greedy"
+                     and c.half_vector == self.chosen.half_vector), None)
 
 
 class _Prober:
@@ -214,7 +214,8 @@ class _Prober:
         self.columns = n
         self.short = replace(layer, out_w=n, in_w=(n - 1) * layer.stride_w + layer.kernel_w,
                              pad=(*layer.pad[:2], 0, 0))
-        self.cache = {}
+        self.cache = {}  # signature -> GroupProbe, or the reason the group does not fit
+        self.scheduled = {}  # signature -> the short row's CompiledGroup
 
     def probe(self, maps):
         """The :class:`GroupProbe` of ``maps`` (run in this order), or the reason it does
@@ -254,6 +255,7 @@ class _Prober:
                               config=config, check=False)
         except NveCompileError as error:
             return str(error)
+        self.scheduled[_signature(layer, maps)] = g
         e, extra = g.emitted, layer.out_w - self.columns
         if extra and not e.loop_count:
             raise AssertionError(f"{self.name}: the probe of maps {list(maps)} has no loop body "
@@ -285,6 +287,22 @@ class _Prober:
             inputs += p.size + bands * p.input_words
             outputs += bands * p.output_words
         return GroupEstimate(cycles, inputs, outputs)
+
+    def compile(self, groups, check):
+        """The :class:`~.compile.CompiledLayer` of a grouping (every group must fit), as
+        :func:`.compile.compile_layer` builds it, emitted on the whole row from the probes'
+        schedules instead of scheduling every structure again."""
+        layer, done, out = self.layer, {}, []
+        for maps in groups:
+            key = _signature(layer, maps)
+            if key not in done:
+                g = self.scheduled[key]
+                done[key] = _finish(layer, g.spec, g.graph, g.schedule, g.flat, self.name,
+                                    "auto", self.config, check)
+            inputs = tuple(sorted({i for m in maps for i in layer.connections[m]}))
+            out.append(replace(done[key], spec=replace(done[key].spec, maps=tuple(maps),
+                                                       inputs=inputs)))
+        return CompiledLayer(layer, self.name, tuple(out))
 
 
 def _cost(candidate):
@@ -320,15 +338,14 @@ def fuse_layer(layer, *, name=None, strategy="best", half_vector=None, config=DE
     # short map, so both are searched unless the caller chose
     one_tap = layer.kernel_h <= layer.stride_h
     modes = (half_vector,) if half_vector is not None or not one_tap else (False, True)
-    candidates, attempts, probes, errors = [], {}, 0, []
+    candidates, attempts, probers, errors = [], {}, {}, []
     for half in modes:
-        prober = _Prober(layer, name, half, config)
+        prober = probers[half] = _Prober(layer, name, half, config)
         reasons = [prober.fits((m,)) for m in maps]
         if any(reasons):  # every map alone must fit, else there is nothing to group
             errors.append(next(r for r in reasons if r))
-            probes += len(prober.cache)
             continue
-        suffix = " (half vector)" if half and len(modes) > 1 else ""
+        suffix = _HALF if half and len(modes) > 1 else ""
 
         def size_of(m, prober=prober):
             return prober.probe((m,)).size
@@ -350,15 +367,13 @@ def fuse_layer(layer, *, name=None, strategy="best", half_vector=None, config=DE
                     add(f"greedy, at most {cap} maps",
                         seed_greedy(maps, inputs_of, size_of, prober.fits, cap)[0])
                 add("pair merging", pair_merging(maps, inputs_of, prober.fits)[0])
-        probes += len(prober.cache)
     if not candidates:
         raise NveCompileError(errors[0])
     chosen = min(candidates, key=_cost)
-    compiled = compile_layer(layer, groups=chosen.groups, name=name,
-                             half_vector=chosen.half_vector, config=config, check=check)
+    compiled = probers[chosen.half_vector].compile(chosen.groups, check)
     got = GroupEstimate(compiled.instructions, compiled.input_words, compiled.output_words)
     if got != chosen.estimate:
         raise AssertionError(f"{name}: the compiled grouping gives {got}, its probe "
                              f"{chosen.estimate}")
     return FusedLayer(compiled, chosen, tuple(candidates),
-                      tuple(attempts.get(chosen.half_vector, ())), probes)
+                      tuple(attempts.get(chosen.half_vector, ())))
