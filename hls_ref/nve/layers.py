@@ -41,6 +41,7 @@ __all__ = [
     "conv_layer",
     "merge_bias",
     "merge_pooling",
+    "pad_maps",
     "random_layer_data",
     "reference_loops",
 ]
@@ -194,8 +195,9 @@ def _check_data(inputs, weights, bias, layer):
     return x, ws, b
 
 
-def _pad(x, pad):
-    """[C, H, W] input cropped (negative padding) and zero-padded (positive padding)."""
+def pad_maps(x, pad):
+    """``[C, H, W]`` maps cropped by negative and zero-extended by positive
+    ``pad = (top, bottom, left, right)`` (rows/columns); the dtype is kept."""
     top, bottom, left, right = pad
     h, w = x.shape[1:]
     x = x[:, max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
@@ -209,7 +211,7 @@ def _accumulate(x, ws, b, layer):
     strided view of the padded map, so nothing is copied per window. Magnitudes stay below
     taps * 2**22 + 2**15, far inside int64 for any layer that fits in memory.
     """
-    xp = _pad(x, layer.pad)
+    xp = pad_maps(x, layer.pad)
     kh, kw, sh, sw = layer.kernel_h, layer.kernel_w, layer.stride_h, layer.stride_w
     rows, cols = (layer.out_h - 1) * sh + 1, (layer.out_w - 1) * sw + 1
     acc = np.empty(layer.out_shape, np.int64)

@@ -9,6 +9,7 @@ pixels for padding rows and columns and for the rows of the last band past the m
 import numpy as np
 
 from hls_ref.nve.isa import coefficients_to_word
+from hls_ref.nve.layers import PIXEL_MAX, PIXEL_MIN, pad_maps
 
 from .columns import column_words
 
@@ -16,13 +17,12 @@ __all__ = ["band_stream", "coefficient_words", "padded_input", "place_outputs"]
 
 
 def padded_input(inputs, pad):
-    """int8 ``[maps, rows, columns]`` of ``inputs`` cropped by negative and zero-extended by
-    positive ``pad = (top, bottom, left, right)`` (rows/columns)."""
-    top, bottom, left, right = pad
-    x = np.asarray(inputs, dtype=np.int8)
-    h, w = x.shape[1:]
-    x = x[:, max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
-    return np.pad(x, ((0, 0), (max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0))))
+    """int8 ``[maps, rows, columns]`` of ``inputs`` padded as the golden model pads them
+    (:func:`hls_ref.nve.layers.pad_maps`); values outside int8 are refused, not wrapped."""
+    x = np.asarray(inputs)
+    if x.size and (x.min() < PIXEL_MIN or x.max() > PIXEL_MAX):
+        raise ValueError(f"input pixels are int8 ({PIXEL_MIN} ... {PIXEL_MAX})")
+    return pad_maps(x.astype(np.int8), pad)
 
 
 def coefficient_words(graph, weights, bias):
