@@ -79,6 +79,10 @@ BLOCKS = {
            "ST PE: multiplier + 32-bit accumulator", True),
     "pe_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2},
                "16 ST PEs (all five configurations)", True),
+    "pe_dsp": ("hdl.pe:ProcessingElement", {"stages": 3, "dsp": True},
+               "ST PE from 4 DSP blocks, 3 stages", True),
+    "pe_row_dsp": ("hdl.pe:PERow", {"pes": 16, "stages": 3, "dsp": True},
+                   "16 ST PEs from DSP blocks, 3 stages (the conv2d build)", True),
     "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
                                      "precisions": ["a8w8", "a8w4", "a4w4"]},
                    "16 ST PEs (8x8, 8x4, 4x4 only)", True),
@@ -112,8 +116,8 @@ NEXTPNR_OPTIONS = {"conv2d": ("--router", "router2")}
 #: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 13 minutes on the
 #: ECP5-85F, 2 on the iCE40UP5K, where it does not fit).
 STANDARD = {
-    "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row", "pe_row_low",
-                 "mac_row", "mac_row_lut", "conv2d"),
+    "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_dsp", "pe_row",
+                 "pe_row_dsp", "pe_row_low", "mac_row", "mac_row_lut", "conv2d"),
     "ice40-up5k": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4",
                    "conv2d"),
 }

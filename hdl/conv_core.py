@@ -87,6 +87,8 @@ class ConvCore(wiring.Component):
         Configurations the PE row implements.
     stages : int
         Pipeline stages of the ST multipliers.
+    dsp : bool
+        Build the ST multipliers from DSP blocks (see :class:`~hdl.st_multiplier.STMultiplier`).
 
     Members
     -------
@@ -109,13 +111,14 @@ class ConvCore(wiring.Component):
     """
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
-                 precisions=tuple(Precision), stages=2):
+                 precisions=tuple(Precision), stages=2, dsp=False):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
         self._acc_rows = check_int("acc_rows", acc_rows, minimum=1)
         self._precisions = tuple(Precision.parse(p) for p in precisions)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
+        self._dsp = dsp
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
         super().__init__({
@@ -145,7 +148,8 @@ class ConvCore(wiring.Component):
         w_bits = _bits(self._w_rows)
         acc_bits = _bits(self._acc_rows)
         m.submodules.pes = pe_row = PERow(pes=self._pes, precisions=self._precisions,
-                                          stages=self._stages, acc_width=ACC_BITS)
+                                          stages=self._stages, acc_width=ACC_BITS,
+                                          dsp=self._dsp)
 
         # --- per-command constants (two setup cycles) --------------------------------------
         row_words = Signal(in_bits + 1)          # words per input row

@@ -28,7 +28,10 @@ def _check_acc_width(acc_width, precisions):
 class _PEParameters:
     """Validated parameters and derived layouts shared by a PE and a PE row."""
 
-    def _init_parameters(self, precisions, stages, acc_width):
+    def _init_parameters(self, precisions, stages, acc_width, dsp):
+        if not isinstance(dsp, bool):
+            raise ValueError(f"dsp must be a bool, not {dsp!r}")
+        self._dsp = dsp
         self._precisions = check_precisions(precisions)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._acc_width = _check_acc_width(acc_width, self._precisions)
@@ -42,6 +45,12 @@ class _PEParameters:
     def stages(self):
         """Pipeline stages of the multiplier."""
         return self._stages
+
+    @property
+    def dsp(self):
+        """Whether the multipliers are built from DSP blocks (see
+        :class:`~hdl.st_multiplier.STMultiplier`)."""
+        return self._dsp
 
     @property
     def acc_width(self):
@@ -80,6 +89,8 @@ class ProcessingElement(_PEParameters, wiring.Component):
         accumulator adds one more, so a sum leaves ``stages + 1`` cycles after its last product.
     acc_width : int
         Accumulator width in bits (default 32); at least the widest product.
+    dsp : bool
+        Build the multiplier from DSP blocks (see :class:`~hdl.st_multiplier.STMultiplier`).
 
     Members
     -------
@@ -89,8 +100,8 @@ class ProcessingElement(_PEParameters, wiring.Component):
         One accumulated sum per ``last`` transfer.
     """
 
-    def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32):
-        self._init_parameters(precisions, stages, acc_width)
+    def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32, dsp=False):
+        self._init_parameters(precisions, stages, acc_width, dsp)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(signed(self._acc_width))),
@@ -104,7 +115,7 @@ class ProcessingElement(_PEParameters, wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.multiplier = multiplier = STMultiplier(
-            precisions=self._precisions, stages=self._stages, user_width=2)
+            precisions=self._precisions, stages=self._stages, user_width=2, dsp=self._dsp)
 
         m.d.comb += [
             multiplier.i.valid.eq(self.i.valid),
@@ -144,7 +155,7 @@ class PERow(_PEParameters, wiring.Component):
     ----------
     pes : int
         Number of processing elements.
-    precisions, stages, acc_width
+    precisions, stages, acc_width, dsp
         As for :class:`ProcessingElement`.
 
     Members
@@ -155,9 +166,10 @@ class PERow(_PEParameters, wiring.Component):
         One sum per PE for each ``last`` transfer.
     """
 
-    def __init__(self, *, pes=16, precisions=tuple(Precision), stages=2, acc_width=32):
+    def __init__(self, *, pes=16, precisions=tuple(Precision), stages=2, acc_width=32,
+                 dsp=False):
         self._pes = check_int("pes", pes, minimum=1)
-        self._init_parameters(precisions, stages, acc_width)
+        self._init_parameters(precisions, stages, acc_width, dsp)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(data.ArrayLayout(signed(self._acc_width), pes))),
@@ -178,7 +190,8 @@ class PERow(_PEParameters, wiring.Component):
         # Every element sees the same handshakes, so their control state is identical and the
         # first element's ready/valid speak for the whole row.
         elements = [ProcessingElement(precisions=self._precisions, stages=self._stages,
-                                      acc_width=self._acc_width) for _ in range(self._pes)]
+                                      acc_width=self._acc_width, dsp=self._dsp)
+                    for _ in range(self._pes)]
         for index, element in enumerate(elements):
             m.submodules[f"pe{index}"] = element
             m.d.comb += [

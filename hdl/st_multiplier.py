@@ -8,13 +8,16 @@ from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .params import check_int, check_precisions
 
-__all__ = ["MAX_STAGES", "STMultiplier", "nibble_product"]
+__all__ = ["MAX_STAGES", "STMultiplier", "byte_units", "nibble_product"]
 
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = 3
 
 _NIBBLE = 4
 _NIBBLES = OPERAND_WIDTH // _NIBBLE
+_BYTE = 8
+#: Width of a DSP unit's operands: a byte, zero- or sign-extended, or a sign-extended nibble.
+UNIT_OPERAND_WIDTH = _BYTE + 1
 
 
 def _nibble_plan(precision):
@@ -44,6 +47,66 @@ def _nibble_plan(precision):
     return signed_a, signed_b, used, shift
 
 
+def _byte_pieces(precision):
+    """Split one configuration into products of at most 8x8 bits.
+
+    A 16-bit sub-word is its signed high byte times 256 plus its unsigned low byte; narrower
+    sub-words stay whole and signed. Each lane's product is then the sum of the products of its
+    pieces, weighted by their offsets inside the sub-words, and the ST result is the sum over
+    all lanes (the crossed pairing gives every lane the same sub-word offset, so no final shift
+    is needed).
+
+    Returns
+    -------
+    list of ((int, int, bool), (int, int, bool), int)
+        ``((a_lsb, a_width, a_signed), (b_lsb, b_width, b_signed), weight_in_bits)``.
+    """
+    def split(lsb, width):
+        if width <= _BYTE:
+            return [(lsb, width, True)]
+        return [(lsb + offset, _BYTE, offset + _BYTE == width)
+                for offset in range(0, width, _BYTE)]
+
+    pieces = []
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        for a_piece in split(a_lsb, a_width):
+            for b_piece in split(b_lsb, b_width):
+                pieces.append((a_piece, b_piece, a_piece[0] - a_lsb + b_piece[0] - b_lsb))
+    return pieces
+
+
+def byte_units(precisions):
+    """Assign the byte pieces (see :func:`_byte_pieces`) of every configuration to DSP units.
+
+    Unit ``k`` reads byte ``k % 2`` of ``A`` and byte ``k // 2`` of ``B`` whenever a piece
+    there is free, so that most units need no operand multiplexer; the other pieces take the
+    remaining units in order.
+
+    Returns
+    -------
+    dict
+        ``{precision: [piece or None per unit]}``, every list as long as the most pieces any
+        configuration has.
+    """
+    plans = {p: _byte_pieces(p) for p in precisions}
+    units = max(len(pieces) for pieces in plans.values())
+    assignment = {}
+    for precision, pieces in plans.items():
+        slots = [None] * units
+        spill = []
+        for piece in pieces:
+            (a_lsb, _, _), (b_lsb, _, _), _ = piece
+            home = a_lsb // _BYTE + 2 * (b_lsb // _BYTE)
+            if home < units and slots[home] is None:
+                slots[home] = piece
+            else:
+                spill.append(piece)
+        for piece in spill:
+            slots[slots.index(None)] = piece
+        assignment[precision] = slots
+    return assignment
+
+
 def nibble_product(m, a, b, *, name):
     """Return a signal equal to ``a * b`` for signed 5-bit ``a`` and ``b``, built from shifted
     partial products (``sum(b[t] * a << t) - b[4] * a << 4``) rather than a multiplier cell:
@@ -67,6 +130,12 @@ class STMultiplier(wiring.Component):
     sub-word product(s) that the configuration defines, which synthesis maps to DSP blocks: the
     fixed-precision baseline.
 
+    With ``dsp`` set, several configurations are built instead from four 9x9-bit signed
+    products, one DSP block each (see :func:`byte_units`): each product takes a byte or a
+    nibble of each operand, chosen by the configuration, and the four are summed at weights
+    the configuration chooses. The LUT build needs no DSP block; the DSP build needs about a
+    tenth of the logic and no deep adder trees.
+
     The pipeline stalls as a whole while the output holds a transfer that is not accepted; it
     accepts one transfer per cycle otherwise.
 
@@ -76,7 +145,10 @@ class STMultiplier(wiring.Component):
         Configurations the hardware supports (default: all five).
     stages : int
         Pipeline register stages from input to output, 0 (combinational) to 3. Stage 1 registers
-        the output, stage 2 the nibble products, stage 3 the partial sums.
+        the output and stage 2 the nibble (or DSP) products; stage 3 registers the partial sums
+        of the LUT build and the DSP operands of the DSP build.
+    dsp : bool
+        Build several configurations from DSP blocks rather than LUTs (see above).
     user_width : int
         Width of a side-band field carried from input to output with each transfer, in bits.
 
@@ -88,8 +160,11 @@ class STMultiplier(wiring.Component):
         ``product``, a signed ``product_width``-bit value, and ``user``.
     """
 
-    def __init__(self, *, precisions=tuple(Precision), stages=2, user_width=0):
+    def __init__(self, *, precisions=tuple(Precision), stages=2, user_width=0, dsp=False):
         self._precisions = check_precisions(precisions)
+        if not isinstance(dsp, bool):
+            raise ValueError(f"dsp must be a bool, not {dsp!r}")
+        self._dsp = dsp
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._user_width = check_int("user_width", user_width, minimum=0)
         self._product_width = max(p.product_bits for p in self._precisions)
@@ -107,6 +182,11 @@ class STMultiplier(wiring.Component):
     def stages(self):
         """Pipeline register stages (latency in cycles)."""
         return self._stages
+
+    @property
+    def dsp(self):
+        """Whether several configurations are built from DSP blocks."""
+        return self._dsp
 
     @property
     def user_width(self):
@@ -182,6 +262,13 @@ class STMultiplier(wiring.Component):
             groups.append(group)
         return groups, {p: plan[3] for p, plan in plans.items()}
 
+    def _unit_product(self, m, k, x, y):
+        """Return the product of DSP unit ``k``'s operands ``x`` and ``y`` (signed, 9 bits).
+        The formal proofs override this to cut the design at the DSP products."""
+        product = Signal(signed(2 * UNIT_OPERAND_WIDTH), name=f"u{k}")
+        m.d.comb += product.eq(x * y)
+        return product
+
     def elaborate(self, platform):
         m = Module()
 
@@ -202,17 +289,37 @@ class STMultiplier(wiring.Component):
                 m.d.sync += register.eq(value)
             return register
 
-        def stage_valid(index, valid, name):
-            return stage(index, valid, name, reset_less=False)
-
         payload = self.i.payload
         code = Signal(Precision, name="code_in")
         m.d.comb += code.eq(payload.precision)
-        groups, shift_of = self._terms(m, payload.a, payload.b, code)
+        side = (code, payload.user, self.i.valid)   # carried along every stage
+
+        def stage_side(index, side):
+            code, user, valid = side
+            return (stage(index, code, f"code_s{index}"), stage(index, user, f"user_s{index}"),
+                    stage(index, valid, f"valid_s{index}", reset_less=False))
+
+        if self._dsp and len(self._precisions) > 1:
+            product, side = self._byte_datapath(m, payload, side, stage, stage_side)
+        else:
+            product, side = self._nibble_datapath(m, payload, side, stage, stage_side)
+
+        # Stage 1 boundary: the output.
+        _, user, valid = side
+        m.d.comb += [
+            self.o.payload.product.eq(stage(1, product, "product_s1")),
+            self.o.payload.user.eq(stage(1, user, "user_s1")),
+            self.o.valid.eq(stage(1, valid, "valid_s1", reset_less=False)),
+        ]
+        return m
+
+    def _nibble_datapath(self, m, payload, side, stage, stage_side):
+        """The LUT build (and the single-configuration build): nibble or plain products,
+        registered at stage 2, partial sums at stage 3. Returns ``(product, side)``."""
+        groups, shift_of = self._terms(m, payload.a, payload.b, side[0])
         full_width = max(p.product_bits + shift_of[p] for p in self._precisions)
 
         # Stage 2 boundary: the individual terms.
-        valid, user = self.i.valid, payload.user
         staged_groups = []
         for g, group in enumerate(groups):
             staged = []
@@ -221,9 +328,7 @@ class STMultiplier(wiring.Component):
                 m.d.comb += term.eq(value)
                 staged.append((stage(2, term, f"term{g}_{t}_s2"), weight))
             staged_groups.append(staged)
-        code = stage(2, code, "code_s2")
-        user = stage(2, user, "user_s2")
-        valid = stage_valid(2, valid, "valid_s2")
+        side = stage_side(2, side)
 
         # Stage 3 boundary: one partial sum per group (per A nibble).
         partials = []
@@ -231,22 +336,63 @@ class STMultiplier(wiring.Component):
             partial = Signal(signed(full_width), name=f"partial{g}")
             m.d.comb += partial.eq(sum(value << weight for value, weight in group))
             partials.append(stage(3, partial, f"partial{g}_s3"))
-        code = stage(3, code, "code_s3")
-        user = stage(3, user, "user_s3")
-        valid = stage_valid(3, valid, "valid_s3")
+        side = stage_side(3, side)
 
         total = Signal(signed(full_width))
         m.d.comb += total.eq(sum(partials))
         product = Signal(signed(self._product_width))
-        with m.Switch(code):
+        with m.Switch(side[0]):
             for p, shift in shift_of.items():
                 with m.Case(p):
                     m.d.comb += product.eq(total[shift:].as_signed())
+        return product, side
 
-        # Stage 1 boundary: the output.
-        m.d.comb += [
-            self.o.payload.product.eq(stage(1, product, "product_s1")),
-            self.o.payload.user.eq(stage(1, user, "user_s1")),
-            self.o.valid.eq(stage_valid(1, valid, "valid_s1")),
-        ]
-        return m
+    def _byte_datapath(self, m, payload, side, stage, stage_side):
+        """The DSP build: operands chosen per unit (registered at stage 3), 9x9 products
+        (registered at stage 2), summed at the configuration's weights. Returns
+        ``(product, side)``."""
+        units = byte_units(self._precisions)
+        count = len(next(iter(units.values())))
+
+        def field(word, lsb, width, is_signed):
+            value = word[lsb:lsb + width]
+            return value.as_signed() if is_signed else value
+
+        operands = []
+        for k in range(count):
+            x = Signal(signed(UNIT_OPERAND_WIDTH), name=f"x{k}")
+            y = Signal(signed(UNIT_OPERAND_WIDTH), name=f"y{k}")
+            with m.Switch(side[0]):
+                for p, slots in units.items():
+                    if slots[k] is not None:
+                        (a_lsb, a_width, a_signed), (b_lsb, b_width, b_signed), _ = slots[k]
+                        with m.Case(p):
+                            m.d.comb += [x.eq(field(payload.a, a_lsb, a_width, a_signed)),
+                                         y.eq(field(payload.b, b_lsb, b_width, b_signed))]
+            # Stage 3 boundary: the DSP operands (a DSP block's inputs come straight from
+            # flip-flops, with the multiplexers before them).
+            operands.append((stage(3, x, f"x{k}_s3"), stage(3, y, f"y{k}_s3")))
+        side = stage_side(3, side)
+
+        # Stage 2 boundary: the products, straight out of the DSP blocks.
+        products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
+                    for k, (x, y) in enumerate(operands)]
+        side = stage_side(2, side)
+
+        # The sum is taken modulo 2**product_width, which holds every result exactly.
+        terms = []
+        for k, value in enumerate(products):
+            term = Signal(signed(self._product_width), name=f"weighted{k}")
+            with m.Switch(side[0]):
+                for p, slots in units.items():
+                    if slots[k] is not None:
+                        with m.Case(p):
+                            m.d.comb += term.eq(value << slots[k][2])
+            terms.append(term)
+        # A balanced tree: two adders deep rather than three.
+        while len(terms) > 1:
+            terms = [terms[t] + terms[t + 1] if t + 1 < len(terms) else terms[t]
+                     for t in range(0, len(terms), 2)]
+        product = Signal(signed(self._product_width))
+        m.d.comb += product.eq(terms[0])
+        return product, side

@@ -36,7 +36,10 @@ class AcceleratorConfig:
     * ``max_kernel``: largest (h, w) kernel; ``max_stride``: largest stride;
     * ``max_width``: longest input tile row (pixels), the bound of the row loops;
     * ``bus_bits``: width of the external-memory data bus (bits per beat);
-    * ``precisions``: the ST configurations the PE array implements.
+    * ``precisions``: the ST configurations the PE array implements;
+    * ``pe_dsp``: the ST multipliers are built from DSP blocks (four 9x9 products per PE)
+      rather than from LUTs (see :class:`hdl.st_multiplier.STMultiplier`); the arithmetic,
+      cycles and capacities are the same either way.
     """
 
     pes: int = 16
@@ -49,6 +52,7 @@ class AcceleratorConfig:
     bus_bits: int = BEAT_BITS
     double_buffer: bool = True
     precisions: tuple = field(default=ALL_PRECISIONS)
+    pe_dsp: bool = True
 
     def __post_init__(self):
         for name in ("pes", "plm_in_words", "plm_w_words", "plm_acc_words", "max_stride",
@@ -61,6 +65,8 @@ class AcceleratorConfig:
         if self.bus_bits != BEAT_BITS:
             raise ValueError(f"bus_bits must be {BEAT_BITS} (the tensor formats are defined "
                              f"in {BEAT_BITS}-bit beats), not {self.bus_bits!r}")
+        if not isinstance(self.pe_dsp, bool):
+            raise ValueError(f"pe_dsp must be a bool, not {self.pe_dsp!r}")
         object.__setattr__(self, "max_kernel", tuple(self.max_kernel))
         object.__setattr__(self, "precisions",
                            tuple(Precision.parse(p) for p in self.precisions))
@@ -87,10 +93,11 @@ class AcceleratorConfig:
                 "max_kernel": list(self.max_kernel), "max_stride": self.max_stride,
                 "max_width": self.max_width, "bus_bits": self.bus_bits,
                 "double_buffer": self.double_buffer,
-                "precisions": [p.label for p in self.precisions]}
+                "precisions": [p.label for p in self.precisions], "pe_dsp": self.pe_dsp}
 
 
 DEFAULT_CONFIG = AcceleratorConfig()
-# The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM.
+# The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM, LUT multipliers (its eight
+# DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
-                                 plm_acc_words=1024, max_width=256)
+                                 plm_acc_words=1024, max_width=256, pe_dsp=False)

@@ -14,6 +14,9 @@ in two steps per configuration:
    sum of sub-word products, as a bilinear identity (exhaustive over all 16-bit words for the
    sub-word values, exact integer coefficients for the products).
 
+The DSP build (``dsp=True``) is proven the same way: :class:`STUnitsSpec` cuts it at its
+9x9 unit products, and :func:`check_byte_decomposition` checks its byte decomposition exactly.
+
 The nibble products themselves (shift-and-add, 5x5 signed) are proven by
 :class:`NibbleProductSpec`. Undefined configuration codes and the single-configuration (plain
 product) builds are proven end to end by :class:`STMultiplierSpec`.
@@ -41,7 +44,7 @@ from amaranth.hdl import (
 from amaranth.lib.wiring import In
 
 from hdl.pe import ProcessingElement
-from hdl.st_multiplier import STMultiplier, nibble_product
+from hdl.st_multiplier import UNIT_OPERAND_WIDTH, STMultiplier, byte_units, nibble_product
 from hls_ref.precision import OPERAND_WIDTH, Precision
 from hls_ref.st import signed_field
 
@@ -51,9 +54,12 @@ __all__ = [
     "NibbleProductSpec",
     "STDecompositionSpec",
     "STMultiplierSpec",
+    "STUnitsSpec",
     "StreamContractSpec",
     "all_identities",
     "all_proofs",
+    "byte_decomposition",
+    "check_byte_decomposition",
     "check_decomposition",
     "main",
     "nibble_decomposition",
@@ -154,16 +160,30 @@ class _NibbleCutMultiplier(STMultiplier):
         return Const(0, signed(2 * (_NIBBLE + 1)))
 
 
-class STDecompositionSpec(Elaboratable):
+class _CutSpec(Elaboratable):
+    """Common part of the proof harnesses that cut the multiplier built for ``precisions`` at
+    its products and run it in the constant configuration ``precision``."""
+
+    def __init__(self, precision, precisions=tuple(Precision)):
+        self.precision = precision
+        self.precisions = tuple(precisions)
+
+    def _drive(self, m, dut, a, b):
+        m.d.comb += [
+            dut.i.valid.eq(1),
+            dut.o.ready.eq(1),
+            dut.i.payload.a.eq(a),
+            dut.i.payload.b.eq(b),
+            dut.i.payload.precision.eq(self.precision),
+        ]
+
+
+class STDecompositionSpec(_CutSpec):
     """Proof harness: the multiplier, cut at its nibble products, computes
     ``sum(q_ij * 2**weight_ij)`` (modulo ``2**product_width``) of the free products ``q_ij``
     that :func:`nibble_decomposition` names for ``precision``, feeds each product the right
     extended nibbles, and ignores every other product. With :func:`check_decomposition`, this
     proves the multiplier equal to the specification for every operand pair."""
-
-    def __init__(self, precision, precisions=tuple(Precision)):
-        self.precision = precision
-        self.precisions = tuple(precisions)
 
     def elaborate(self, platform):
         m = Module()
@@ -181,14 +201,111 @@ class STDecompositionSpec(Elaboratable):
                     for (i, j) in weights}
         m.submodules.dut = dut = _NibbleCutMultiplier(
             free=free, operands=operands, precisions=self.precisions, stages=0)
-        m.d.comb += [
-            dut.i.valid.eq(1),
-            dut.o.ready.eq(1),
-            dut.i.payload.a.eq(a),
-            dut.i.payload.b.eq(b),
-            dut.i.payload.precision.eq(self.precision),
-        ]
+        self._drive(m, dut, a, b)
         expected = sum(free[key] << weight for key, weight in weights.items())
+        m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
+        return m
+
+
+def byte_decomposition(precision):
+    """Decompose a configuration into products of at most 8x8 bits, from its pairs alone.
+
+    A 16-bit sub-word is its signed high byte times 256 plus its unsigned low byte; narrower
+    sub-words are one signed piece. The ST result is then ``sum(x * y * 2**weight)`` over the
+    returned pieces.
+
+    Returns
+    -------
+    dict
+        ``{((a_lsb, a_width, a_signed), (b_lsb, b_width, b_signed)): weight_in_bits}``.
+    """
+    def pieces(lsb, width):
+        if width == 16:
+            return [((lsb, 8, False), 0), ((lsb + 8, 8, True), 8)]
+        return [((lsb, width, True), 0)]
+
+    weights = {}
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        for a_piece, a_offset in pieces(a_lsb, a_width):
+            for b_piece, b_offset in pieces(b_lsb, b_width):
+                weights[(a_piece, b_piece)] = a_offset + b_offset
+    return weights
+
+
+def check_byte_decomposition(precision, product_width, precisions=tuple(Precision)):
+    """Check exactly that :func:`byte_decomposition` equals the specification and that the
+    DSP build for ``precisions`` assigns each of its pieces to exactly one unit, at its
+    weight; return a list of the failures (empty when it holds).
+
+    As in :func:`check_decomposition`, both sides are bilinear forms: every sub-word's signed
+    value must equal the weighted sum of its pieces for all 2**16 operand words, and every
+    pair of pieces of a lane must appear once, at the sum of their offsets."""
+    failures = []
+    words = np.arange(1 << OPERAND_WIDTH, dtype=np.int64)
+    weights = byte_decomposition(precision)
+
+    def piece_value(piece):
+        lsb, width, is_signed = piece
+        return signed_field(words, lsb, width) if is_signed else (words >> lsb) & ((1 << width) - 1)
+
+    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+        for lsb, width, index in ((a_lsb, a_width, 0), (b_lsb, b_width, 1)):
+            own = {key[index] for key in weights if lsb <= key[index][0] < lsb + width}
+            total = sum(piece_value(piece) << (piece[0] - lsb) for piece in own)
+            if not np.array_equal(total, signed_field(words, lsb, width)):
+                failures.append(f"bits [{lsb + width - 1}:{lsb}] are not their piece sum")
+    assigned = [slot for slot in byte_units(precisions)[precision] if slot is not None]
+    if sorted(((a, b), w) for a, b, w in assigned) != sorted(weights.items()):
+        failures.append("the DSP units do not compute each piece once at its weight")
+    if any(max(a[1], b[1]) + 1 > UNIT_OPERAND_WIDTH for (a, b) in weights):
+        failures.append(f"a piece does not fit a {UNIT_OPERAND_WIDTH}-bit unit operand")
+    largest = precision.lanes * (1 << (precision.act_bits - 1)) * (1 << (precision.weight_bits - 1))
+    if not largest < 1 << (product_width - 1):
+        failures.append(f"results do not fit {product_width} bits")
+    return failures
+
+
+class _UnitCutMultiplier(STMultiplier):
+    """A DSP-built ST multiplier whose unit products are replaced by free values, asserting on
+    the way that unit ``k`` is fed the operands of piece ``pieces[k]`` (or a zero weight
+    operand, standing for a zero product, when ``pieces[k]`` is None)."""
+
+    def __init__(self, *, free, pieces, a, b, **kwargs):
+        super().__init__(dsp=True, **kwargs)
+        self._free, self._pieces, self._a, self._b = free, pieces, a, b
+
+    def _unit_product(self, m, k, x, y):
+        if self._pieces[k] is None:
+            m.d.comb += Assert(y == 0)
+            return Const(0, signed(2 * UNIT_OPERAND_WIDTH))
+
+        def field(word, lsb, width, is_signed):
+            value = word[lsb:lsb + width]
+            return value.as_signed() if is_signed else value
+
+        a_piece, b_piece, _ = self._pieces[k]
+        m.d.comb += [Assert(x == field(self._a, *a_piece)), Assert(y == field(self._b, *b_piece))]
+        return self._free[k]
+
+
+class STUnitsSpec(_CutSpec):
+    """Proof harness: the DSP-built multiplier, cut at its unit products ``q_k``, computes
+    ``sum(q_k * 2**weight_k)`` (modulo ``2**product_width``) for ``precision``, feeding each
+    unit the operands of the piece :func:`hdl.st_multiplier.byte_units` gives it.
+    :func:`check_byte_decomposition` shows those pieces and weights to be exactly
+    :func:`byte_decomposition`, which it shows equal to the specification."""
+
+    def elaborate(self, platform):
+        m = Module()
+        a = AnyConst(OPERAND_WIDTH)
+        b = AnyConst(OPERAND_WIDTH)
+        pieces = byte_units(self.precisions)[self.precision]
+        free = [AnyConst(signed(2 * UNIT_OPERAND_WIDTH)) for _ in pieces]
+        m.submodules.dut = dut = _UnitCutMultiplier(
+            free=free, pieces=pieces, a=a, b=b, precisions=self.precisions, stages=0)
+        self._drive(m, dut, a, b)
+        expected = sum(free[k] << piece[2] for k, piece in enumerate(pieces)
+                       if piece is not None)
         m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
         return m
 
@@ -201,13 +318,15 @@ class STMultiplierSpec(Elaboratable):
     Solvers prove this directly only for small sub-words or single-configuration builds; the
     multi-configuration builds are proven through :class:`STDecompositionSpec`."""
 
-    def __init__(self, precision, precisions=tuple(Precision)):
+    def __init__(self, precision, precisions=tuple(Precision), *, dsp=False):
         self.precision = precision
         self.precisions = tuple(precisions)
+        self.dsp = dsp
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.dut = dut = STMultiplier(precisions=self.precisions, stages=0)
+        m.submodules.dut = dut = STMultiplier(precisions=self.precisions, stages=0,
+                                              dsp=self.dsp)
         a = AnyConst(OPERAND_WIDTH)
         b = AnyConst(OPERAND_WIDTH)
         # A constant configuration lets synthesis fold away the masks of the other ones, so
@@ -269,18 +388,24 @@ class StreamContractSpec(Elaboratable):
 
 
 _LOW = (Precision.A8W8, Precision.A8W4, Precision.A4W4)
+#: The multi-configuration builds that are proven: name -> configurations.
+_BUILDS = (("st", tuple(Precision)), ("st_low", _LOW))
 
 
 def all_proofs():
     """Return ``{name: (harness factory, prove() options)}`` for every SMT proof."""
     proofs = {"nibble_product": (NibbleProductSpec, {})}
-    for build, precisions in (("st", tuple(Precision)), ("st_low", _LOW)):
+    for build, precisions in _BUILDS:
         for p in precisions:
             # Kept hierarchical: flattening lets synthesis re-associate the adders, which
             # makes the solver's work several times longer.
             proofs[f"{build}_{p.geometry}"] = (
                 partial(STDecompositionSpec, p, precisions), {"flatten": False})
         proofs[f"{build}_undefined_codes"] = (partial(STMultiplierSpec, None, precisions), {})
+        for p in precisions:
+            proofs[f"{build}_dsp_{p.geometry}"] = (partial(STUnitsSpec, p, precisions), {})
+        proofs[f"{build}_dsp_undefined_codes"] = (
+            partial(STMultiplierSpec, None, precisions, dsp=True), {})
     # The output stream contract of the pipelined cores (k-induction).
     proofs["st_stream_contract"] = (
         partial(StreamContractSpec, partial(STMultiplier, stages=3, user_width=2)),
@@ -302,7 +427,14 @@ def run_proof(name):
 
 def all_identities():
     """Return ``{name: failures}`` for the exact decomposition checks of every configuration."""
-    return {f"identity_{p.geometry}": check_decomposition(p, p.product_bits) for p in Precision}
+    identities = {}
+    for p in Precision:
+        identities[f"identity_{p.geometry}"] = check_decomposition(p, p.product_bits)
+    for build, precisions in _BUILDS:
+        for p in precisions:
+            identities[f"identity_{build}_dsp_{p.geometry}"] = check_byte_decomposition(
+                p, p.product_bits, precisions)
+    return identities
 
 
 def main(argv=None):

@@ -12,6 +12,7 @@ CONFIGURATIONS = {
                              {"stages": 0, "precisions": ["a8w8", "a8w4", "a4w4"],
                               "acc_width": 20}),
     "pe_row4_stages3": ("hdl.pe:PERow", {"pes": 4, "stages": 3}),
+    "pe_row4_stages3_dsp": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
 }
 
 

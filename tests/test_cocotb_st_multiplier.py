@@ -10,6 +10,9 @@ CONFIGURATIONS = {
     "comb": {"stages": 0, "user_width": 3},
     "stages2": {"stages": 2, "user_width": 2},
     "stages3": {"stages": 3},
+    "stages3_dsp": {"stages": 3, "dsp": True},
+    "low_stages2_dsp": {"stages": 2, "precisions": ["a8w8", "a8w4", "a4w4"], "dsp": True,
+                        "user_width": 1},
     "low_stages1": {"stages": 1, "precisions": ["a8w8", "a8w4", "a4w4"], "user_width": 1},
 }
 
@@ -32,6 +35,6 @@ def test_st_multiplier_random_configuration(sim, draw):
     rng = random.Random(1000 + draw)
     precisions = rng.sample([p.label for p in Precision], rng.randint(1, 5))
     params = {"stages": rng.randint(0, 3), "precisions": sorted(precisions),
-              "user_width": rng.randint(0, 4)}
+              "user_width": rng.randint(0, 4), "dsp": rng.random() < 0.5}
     design = Design(f"st_multiplier_random{draw}", "hdl.st_multiplier:STMultiplier", params)
     assert run_cocotb(design, "tests.cocotb.tb_st_multiplier", sim=sim, seed=draw) == 4

@@ -85,6 +85,46 @@ def test_identity_check_catches_a_dropped_product(monkeypatch):
         "coefficients of the decomposition differ from the specification"]
 
 
+@pytest.mark.parametrize("precision", list(Precision))
+def test_byte_decomposition_identity(precision):
+    assert proofs.check_byte_decomposition(precision, precision.product_bits) == []
+
+
+def _wrong_units(change):
+    """``byte_units`` with ``change(precision, slots)`` applied to every configuration."""
+    real = hdl.st_multiplier.byte_units
+    return lambda precisions: {p: change(p, list(slots)) for p, slots in real(precisions).items()}
+
+
+def _flip_a_sign(precision, slots):
+    if precision is Precision.A8W8:
+        (a_lsb, a_width, _), b_piece, weight = slots[1]
+        slots[1] = ((a_lsb, a_width, False), b_piece, weight)
+    return slots
+
+
+def _misweigh(precision, slots):
+    if precision is Precision.A16W16:
+        a_piece, b_piece, weight = slots[2]
+        slots[2] = (a_piece, b_piece, weight + 8)
+    return slots
+
+
+@pytest.mark.parametrize(("precision", "change"), [(Precision.A8W8, _flip_a_sign),
+                                                   (Precision.A16W16, _misweigh)])
+def test_dsp_proof_catches_a_planted_bug(tmp_path, monkeypatch, precision, change):
+    # only the hardware sees the wrong plan: the harness keeps its own reference
+    monkeypatch.setattr(hdl.st_multiplier, "byte_units", _wrong_units(change))
+    result = prove("planted_bug", proofs.STUnitsSpec(precision), workdir=tmp_path)
+    assert result.status == "FAIL"
+
+
+def test_byte_identity_check_catches_a_wrong_assignment(monkeypatch):
+    monkeypatch.setattr(proofs, "byte_units", _wrong_units(_misweigh))
+    assert proofs.check_byte_decomposition(Precision.A16W16, 32) == [
+        "the DSP units do not compute each piece once at its weight"]
+
+
 def test_identity_check_catches_a_narrow_result():
     assert proofs.check_decomposition(Precision.A16W16, 31) == ["results do not fit 31 bits"]
 

@@ -51,7 +51,7 @@ def pad_word(value, precision):
     return sum((value & mask) << (k * p.slot_bits) for k in range(p.lanes))
 
 
-def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks,
+def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks, dsp=False,
              pes=4, in_words=512, w_rows=256, acc_rows=128):
     """Simulate one command; returns (accumulators (Ho, Wo, P), cycles from start to done,
     MAC cycles)."""
@@ -74,7 +74,7 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
     flat_prev = prev.reshape(-1, pes)
     for r, row in enumerate(flat_prev):
         acc_init[acc_bank * acc_rows + r] = [int(v) for v in row]
-    core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows)
+    core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows, dsp=dsp)
     dut = CoreHarness(core, in_init, w_init, acc_init)
     result = {}
 
@@ -148,7 +148,9 @@ def test_core_matches_golden(case, acc_flag):
     prev = rng.integers(-1 << 24, 1 << 24, (ho, wo, pes))
     banks = tuple(int(b) for b in rng.integers(0, 2, 3))
     kw = dict(stride=stride, padding=padding, pad_value=pad_value, acc_flag=acc_flag)
-    got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, **kw)
+    # LUT and DSP multipliers alternate, so each case runs on both builds
+    dsp = bool((case + acc_flag) % 2)
+    got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, dsp=dsp, **kw)
     want = golden(p, x, w, bias, prev, **kw)
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hdl.st_multiplier import STMultiplier
+from hdl.st_multiplier import STMultiplier, byte_units
 from hls_ref import Precision, st_product
 from sim.layouts import pack, unpack
 from sim.streams import run_streams
@@ -22,17 +22,20 @@ def run_vectors(dut, vectors, *, seed, idle=0.3, stall=0.3):
     return [(fields["product"], fields["user"]) for fields in results]
 
 
+@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
 @pytest.mark.parametrize("stages", [0, 1, 2, 3])
-def test_random_vectors_all_configurations(stages):
+def test_random_vectors_all_configurations(stages, dsp):
     rng = np.random.default_rng(stages)
     count = 300
     a = rng.integers(0, 1 << 16, count)
     b = rng.integers(0, 1 << 16, count)
-    codes = rng.choice([p.value for p in Precision], count)
+    codes = rng.choice(range(8), count)   # undefined codes too
     users = rng.integers(0, 4, count)
-    dut = STMultiplier(stages=stages, user_width=2)
+    dut = STMultiplier(stages=stages, user_width=2, dsp=dsp)
     seen = run_vectors(dut, list(zip(a, b, codes, users)), seed=stages)
-    expected = [int(st_product(x, y, Precision(c))) for x, y, c in zip(a, b, codes)]
+    defined = {p.value for p in Precision}
+    expected = [int(st_product(x, y, Precision(c))) if c in defined else 0
+                for x, y, c in zip(a, b, codes)]
     assert [product for product, _ in seen] == expected
     assert [user for _, user in seen] == list(users)
 
@@ -48,8 +51,9 @@ def test_single_configuration_build(precision):
     assert [p for p, _ in seen] == list(st_product(a, b, precision))
 
 
-def test_unsupported_codes_give_zero():
-    dut = STMultiplier(precisions=["a8w8", "a4w4"], stages=1)
+@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
+def test_unsupported_codes_give_zero(dsp):
+    dut = STMultiplier(precisions=["a8w8", "a4w4"], stages=1, dsp=dsp)
     vectors = [(0x8181, 0x8181, code, 0) for code in range(8)]
     seen = run_vectors(dut, vectors, seed=0, idle=0, stall=0)
     expected = [int(st_product(0x8181, 0x8181, Precision(c)))
@@ -57,8 +61,35 @@ def test_unsupported_codes_give_zero():
     assert [p for p, _ in seen] == expected
 
 
-def test_one_result_per_cycle_without_backpressure():
-    dut = STMultiplier(stages=3)
+def test_byte_units_reproduce_the_specification():
+    """The DSP build's plan, evaluated in numpy on extreme and random operands: every
+    configuration's weighted unit products sum to the ST result, and no configuration needs
+    more than four units."""
+    rng = np.random.default_rng(5)
+    edges = np.array([0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0x8888, 0xFFFF, 0x0F0F, 0xF0F0])
+    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(0, 1 << 16, 20000)])
+    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(0, 1 << 16, 20000)])
+
+    def field(word, lsb, width, is_signed):
+        value = (word >> lsb) & ((1 << width) - 1)
+        return value - ((value >> (width - 1)) << width) if is_signed else value
+
+    units = byte_units(list(Precision))
+    for precision, slots in units.items():
+        assert len(slots) == 4
+        total = np.zeros(len(a), dtype=np.int64)
+        for slot in slots:
+            if slot is not None:
+                (a_lsb, a_width, a_signed), (b_lsb, b_width, b_signed), weight = slot
+                assert a_width <= 8 and b_width <= 8
+                total += (field(a, a_lsb, a_width, a_signed)
+                          * field(b, b_lsb, b_width, b_signed)) << weight
+        assert np.array_equal(total, st_product(a, b, precision)), precision
+
+
+@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
+def test_one_result_per_cycle_without_backpressure(dsp):
+    dut = STMultiplier(stages=3, dsp=dsp)
     cycles = []
 
     async def testbench(ctx):
@@ -82,6 +113,7 @@ def test_one_result_per_cycle_without_backpressure():
     ({"stages": 4}, r"^stages must be between 0 and 3, not 4$"),
     ({"stages": "2"}, r"^stages must be an integer, not '2'$"),
     ({"user_width": -1}, r"^user_width must be at least 0, not -1$"),
+    ({"dsp": 1}, r"^dsp must be a bool, not 1$"),
     ({"precisions": []}, r"^precisions must name at least one configuration$"),
     ({"precisions": ["a2w2"]},
      r"^Unknown precision 'a2w2'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),
