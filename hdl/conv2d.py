@@ -184,7 +184,7 @@ class Conv2DAccelerator(wiring.Component):
         wiring.connect(m, wiring.flipped(self.bus), dma.bus)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
-                                            stages=self._pe_stages)
+                                            stages=self._pe_stages, dsp=config.pe_dsp)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages)
         m.submodules.in_plm = in_plm = InputPLM(words=in_words)
@@ -636,9 +636,13 @@ class Conv2DAccelerator(wiring.Component):
                           & ~bank_full.bit_select(f_bank, 1)),
             x_loader.start.eq(load_start),
             w_loader.start.eq(load_start),
-            q_loaders[0].start.eq(load_start & load_q & ~f_bank),
-            q_loaders[1].start.eq(load_start & load_q & f_bank),
         ]
+        # The quantization loaders clear every register of their bank on start: a fan-out of
+        # over a thousand flip-flops, so the pulse comes from a register, a cycle late. Their
+        # first beat is far behind it: it is requested after the input and weight requests.
+        q_start = Signal(2)
+        m.d.sync += q_start.eq(Mux(load_start & load_q, Mux(f_bank, 0b10, 0b01), 0))
+        m.d.comb += [q_loaders[k].start.eq(q_start[k]) for k in range(2)]
 
         # --- compute stage --------------------------------------------------------------------
         target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
@@ -660,8 +664,8 @@ class Conv2DAccelerator(wiring.Component):
         with m.If(core.done):
             m.d.sync += comp_finished.eq(1)
 
-        # the core is done: hand the command to the store stage, with the requantization
-        # parameters of its operand bank copied into the accumulator bank's set
+        # the core is done: hand the command to the store stage (the requantization
+        # parameters of its operand bank are already copied into the accumulator bank's set)
         m.submodules.stores = stores = SyncFIFO(width=_store_record_layout().size, depth=4)
         record = data.View(_store_record_layout(), stores.w_data)
         handoff = comp_finished & stores.w_rdy
@@ -687,9 +691,16 @@ class Conv2DAccelerator(wiring.Component):
         ]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
-            for k in range(2):
-                with m.If(comp.q_flag & (comp.core.acc_bank == k)):
-                    m.d.sync += store_q[k].eq(done_q)
+        # The copy is made the cycle after the core starts, from a register (its enable fans
+        # out to every parameter bit of a bank). The store unit does not read that bank's set
+        # then: the core computes into an accumulator bank only once the store has released
+        # it, and the operand bank's parameters stay loaded until the hand-off.
+        q_copy = Signal(2)
+        m.d.sync += q_copy.eq(Mux(core_go & comp.q_flag,
+                                  Mux(comp.core.acc_bank, 0b10, 0b01), 0))
+        for k in range(2):
+            with m.If(q_copy[k]):
+                m.d.sync += store_q[k].eq(done_q)
 
         # --- store stage ----------------------------------------------------------------------
         head = data.View(_store_record_layout(), stores.r_data)
