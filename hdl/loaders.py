@@ -55,7 +55,8 @@ class InputLoader(wiring.Component):
     Members
     -------
     start : ``In(1)``
-        Pulse: the next beats fill bank ``cfg.bank`` from word 0.
+        Pulse: the next beats fill bank ``cfg.bank`` from word 0 (``cfg.in_w`` is taken at
+        the pulse).
     cfg : ``In(input_loader_config())``
     beats : ``In(stream.Signature(dma_read_data_layout()))``
     wr, wr_en : ``Out(input_write_layout(...))``, ``Out(1)``
@@ -79,10 +80,10 @@ class InputLoader(wiring.Component):
         m = Module()
         cfg, beat = self.cfg, self.beats.payload
         ptr = Signal(self._word_bits + 1)       # next word address in the bank
-        row_px = Signal(16)                      # pixels of the current row written (narrow)
+        left = Signal(16)                        # pixels of the current row still to write
         sub = Signal(2)                          # quarter of the beat (narrow)
         with m.If(self.start):
-            m.d.sync += [ptr.eq(0), row_px.eq(0), sub.eq(0)]
+            m.d.sync += [ptr.eq(0), left.eq(cfg.in_w), sub.eq(0)]
 
         count = Signal(3)
         words = [Signal(OPERAND_WIDTH, name=f"word{k}") for k in range(LANES)]
@@ -94,15 +95,18 @@ class InputLoader(wiring.Component):
                 m.d.comb += words[k].eq(beat.data.word_select(first + k, OPERAND_WIDTH))
         with m.Else():
             # pixels 4*sub .. 4*sub+3 of the beat; those that belong (before ``hi`` and
-            # within the row) form a prefix, and the beat is done once at most four remain
+            # within the row) form a prefix, and the beat is done once at most four remain.
+            # For timing the row counter is compared only through 5 bits: a beat holds at
+            # most 16 pixels, so ``left`` saturated at 31 gives the same minimum.
             first = sub * 4
-            in_beat = Signal(6)                  # pixels of the beat from ``first`` on
+            in_beat = Signal(5)                  # pixels of the beat from ``first`` on
             m.d.comb += in_beat.eq(Mux(cfg.nibble, beat.hi << 1, beat.hi) - first)
-            left = Signal(16)                    # pixels of the row still to write
-            m.d.comb += left.eq(cfg.in_w - row_px)
-            need = Signal(16)
-            m.d.comb += need.eq(Mux(left < in_beat, left, in_beat))
-            m.d.comb += [count.eq(Mux(need < 4, need, 4)), take.eq(need <= 4)]
+            left_5 = Signal(5)
+            m.d.comb += left_5.eq(Mux(left[5:].any(), 31, left[:5]))
+            need = Signal(5)
+            m.d.comb += need.eq(Mux(left_5 < in_beat, left_5, in_beat))
+            m.d.comb += [count.eq(Mux(need[2:].any(), 4, need)),
+                         take.eq(~need[3:].any() & (need[:3] <= 4))]
             for k in range(LANES):
                 nibble = beat.data.word_select(first + k, 4)
                 byte = beat.data.word_select(first + k, 8)
@@ -119,8 +123,9 @@ class InputLoader(wiring.Component):
         with m.If(self.beats.valid):
             # a row ends with its last pixel: at the end of its segment, or -- when contiguous
             # rows were merged into one segment -- at a beat boundary inside it
+            row_ends = ~left[3:].any() & (left[:3] == count)
             m.d.sync += [ptr.eq(ptr + count),
-                         row_px.eq(Mux(row_px + count == cfg.in_w, 0, row_px + count))]
+                         left.eq(Mux(row_ends, cfg.in_w, left - count))]
             with m.If(cfg.narrow):
                 m.d.sync += sub.eq(Mux(take, 0, sub + 1))
         return m
