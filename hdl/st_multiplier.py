@@ -133,8 +133,8 @@ class STMultiplier(wiring.Component):
     With ``dsp`` set, several configurations are built instead from four 9x9-bit signed
     products, one DSP block each (see :func:`byte_units`): each product takes a byte or a
     nibble of each operand, chosen by the configuration, and the four are summed at weights
-    the configuration chooses. The LUT build needs no DSP block; the DSP build needs about a
-    tenth of the logic and no deep adder trees.
+    the configuration chooses. The LUT build needs no DSP block; the DSP build needs four per
+    multiplier, far less logic and no deep adder trees.
 
     The pipeline stalls as a whole while the output holds a transfer that is not accepted; it
     accepts one transfer per cycle otherwise.
