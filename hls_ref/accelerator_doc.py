@@ -15,7 +15,7 @@ from .config import DEFAULT_CONFIG
 from .descriptor import DESCRIPTOR_BYTES, FIELDS, ErrorCode
 from .registers import register_map
 
-__all__ = ["DOC_PATH", "render_sections", "update"]
+__all__ = ["DOC_PATH", "doc_command", "render_sections", "update"]
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "accelerator.md"
 
@@ -80,23 +80,34 @@ def update(text, sections):
     return text
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite docs/accelerator.md")
+def doc_command(argv, *, path, render, module, description):
+    """The command line of a document whose tables are generated: ``--write`` rewrites the
+    generated sections of ``path`` with ``render()``; otherwise (or with ``--check``) the
+    command fails when they are stale. ``module`` is named in the hint. Returns the exit
+    status."""
+    parser = argparse.ArgumentParser(description=description)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help=f"rewrite {path.name}")
+    mode.add_argument("--check", action="store_true",
+                      help=f"fail if {path.name} is stale (the default)")
     args = parser.parse_args(argv)
-    current = DOC_PATH.read_text()
+    current = path.read_text()
     try:
-        new = update(current, render_sections())
+        new = update(current, render())
     except ValueError as e:
-        print(f"docs/accelerator.md: {e}", file=sys.stderr)
+        print(f"{path.name}: {e}", file=sys.stderr)
         return 1
     if args.write:
-        DOC_PATH.write_text(new)
+        path.write_text(new)
     elif new != current:
-        print("docs/accelerator.md is out of date: run python -m hls_ref.accelerator_doc "
-              "--write", file=sys.stderr)
+        print(f"{path.name} is out of date: run python -m {module} --write", file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv=None):
+    return doc_command(argv, path=DOC_PATH, render=render_sections,
+                       module="hls_ref.accelerator_doc", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -7,12 +7,11 @@ instruction fields (:func:`~.isa.instruction_fields`), the opcodes (:data:`~.isa
 (:func:`~.isa.host_registers`). ``--check`` exits with status 1 when the file is stale.
 """
 
-import argparse
 import sys
 from dataclasses import fields
 from pathlib import Path
 
-from ..accelerator_doc import update
+from ..accelerator_doc import doc_command
 from .isa import (
     DEFAULT_CONFIG,
     HOST_LUT_OFFSET,
@@ -97,24 +96,8 @@ def render_sections(config=DEFAULT_CONFIG):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite docs/nve.md")
-    mode.add_argument("--check", action="store_true", help="fail if docs/nve.md is stale")
-    args = parser.parse_args(argv)
-    current = DOC_PATH.read_text()
-    try:
-        new = update(current, render_sections())
-    except ValueError as e:
-        print(f"docs/nve.md: {e}", file=sys.stderr)
-        return 1
-    if args.write:
-        DOC_PATH.write_text(new)
-    elif new != current:
-        print("docs/nve.md is out of date: run python -m hls_ref.nve.nve_doc --write",
-              file=sys.stderr)
-        return 1
-    return 0
+    return doc_command(argv, path=DOC_PATH, render=render_sections,
+                       module="hls_ref.nve.nve_doc", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
