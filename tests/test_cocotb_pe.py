@@ -13,11 +13,15 @@ CONFIGURATIONS = {
                               "acc_width": 20}),
     "pe_row4_stages3": ("hdl.pe:PERow", {"pes": 4, "stages": 3}),
     "pe_row4_stages3_dsp": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
+    "pe_row4_stages3_dsp_ecp5": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
 }
+
+#: Configurations elaborated for a target, with its vendor primitives' simulation models.
+TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5"}
 
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))
 def test_pe(sim, config):
     factory, params = CONFIGURATIONS[config]
-    design = Design(config, factory, params)
+    design = Design(config, factory, params, TARGETS.get(config))
     assert run_cocotb(design, "tests.cocotb.tb_pe", sim=sim) == 3

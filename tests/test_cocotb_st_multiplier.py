@@ -11,16 +11,20 @@ CONFIGURATIONS = {
     "stages2": {"stages": 2, "user_width": 2},
     "stages3": {"stages": 3},
     "stages3_dsp": {"stages": 3, "dsp": True},
+    "stages3_dsp_ecp5": {"stages": 3, "dsp": True},
     "low_stages2_dsp": {"stages": 2, "precisions": ["a8w8", "a8w4", "a4w4"], "dsp": True,
                         "user_width": 1},
     "low_stages1": {"stages": 1, "precisions": ["a8w8", "a8w4", "a4w4"], "user_width": 1},
 }
 
+#: Configurations elaborated for a target, with its vendor primitives' simulation models.
+TARGETS = {"stages3_dsp_ecp5": "ecp5"}
+
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))
 def test_st_multiplier(sim, config):
     design = Design(f"st_multiplier_{config}", "hdl.st_multiplier:STMultiplier",
-                    CONFIGURATIONS[config])
+                    CONFIGURATIONS[config], TARGETS.get(config))
     assert run_cocotb(design, "tests.cocotb.tb_st_multiplier", sim=sim) == 4
 
 
@@ -36,5 +40,7 @@ def test_st_multiplier_random_configuration(sim, draw):
     precisions = rng.sample([p.label for p in Precision], rng.randint(1, 5))
     params = {"stages": rng.randint(0, 3), "precisions": sorted(precisions),
               "user_width": rng.randint(0, 4), "dsp": rng.random() < 0.5}
-    design = Design(f"st_multiplier_random{draw}", "hdl.st_multiplier:STMultiplier", params)
+    target = "ecp5" if rng.random() < 0.5 else None
+    design = Design(f"st_multiplier_random{draw}", "hdl.st_multiplier:STMultiplier", params,
+                    target)
     assert run_cocotb(design, "tests.cocotb.tb_st_multiplier", sim=sim, seed=draw) == 4
