@@ -334,6 +334,14 @@ class Conv2DAccelerator(wiring.Component):
         acc_h = Signal(16)
         acc_w = Signal(16)
 
+        # the padded tile's extent (registered in SPAN, a cycle before the checks use it), and
+        # 2**(stride == 2) - kernel, so that out = (span + k_adjust) >> (stride == 2) is one
+        # addition: ((span - kernel) >> s) + 1 == (span - kernel + 2**s) >> s
+        span_h = Signal(18)
+        span_w = Signal(18)
+        k_adjust_h = Signal(signed(18))
+        k_adjust_w = Signal(signed(18))
+
         # decode: single-cycle checks (codes 1-10) and shifts
         prec = d.precision
         lane_shift = Mux(prec == Precision.A4W4.value, 2,
@@ -356,8 +364,7 @@ class Conv2DAccelerator(wiring.Component):
              | (d.pad_left >= d.kernel_w) | (d.pad_right >= d.kernel_w)),
             (ErrorCode.TOO_MANY_CHANNELS, d.out_c > pes),
             (ErrorCode.ROW_TOO_WIDE, d.in_w > config.max_width),
-            (ErrorCode.TILE_TOO_SMALL, (d.in_h + d.pad_top + d.pad_bottom < d.kernel_h)
-             | (d.in_w + d.pad_left + d.pad_right < d.kernel_w)),
+            (ErrorCode.TILE_TOO_SMALL, (span_h < d.kernel_h) | (span_w < d.kernel_w)),
         ]
 
         # values the decode steps keep
@@ -488,15 +495,21 @@ class Conv2DAccelerator(wiring.Component):
                         m.d.sync += fail(ErrorCode.AXI_READ)
                         m.next = "STOPPED"
                     with m.Else():
-                        m.next = "CHECK"
+                        m.next = "SPAN"
+            with m.State("SPAN"):
+                m.d.sync += [
+                    span_h.eq(d.in_h + d.pad_top + d.pad_bottom),
+                    span_w.eq(d.in_w + d.pad_left + d.pad_right),
+                    k_adjust_h.eq(Mux(d.stride_h == 2, 2, 1) - d.kernel_h),
+                    k_adjust_w.eq(Mux(d.stride_w == 2, 2, 1) - d.kernel_w),
+                ]
+                m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += [
                     early_failed.eq(Cat(failed for _, failed in early_checks)),
                     groups.eq((d.in_c + (Const(1, 3) << lane_shift) - 1) >> lane_shift),
-                    out_h.eq(((d.in_h + d.pad_top + d.pad_bottom - d.kernel_h)
-                              >> (d.stride_h == 2)) + 1),
-                    out_w.eq(((d.in_w + d.pad_left + d.pad_right - d.kernel_w)
-                              >> (d.stride_w == 2)) + 1),
+                    out_h.eq((span_h + k_adjust_h).as_unsigned() >> (d.stride_h == 2)),
+                    out_w.eq((span_w + k_adjust_w).as_unsigned() >> (d.stride_w == 2)),
                     a_shift.eq(act_shift),
                     o_shift.eq(d.out_width + 2),
                 ]

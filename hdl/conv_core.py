@@ -152,11 +152,15 @@ class ConvCore(wiring.Component):
                                           dsp=self._dsp)
 
         # --- per-command constants (two setup cycles) --------------------------------------
+        # Every product is a DSP block between two registers, and the sums using products
+        # come a cycle later: a product feeding an adder would be a long path for one cycle's
+        # work per command.
         row_words = Signal(in_bits + 1)          # words per input row
         row_step = Signal(in_bits + 2)           # words between output rows' windows
         pix_step = Signal(in_bits + 2)           # words between output pixels' windows
-        origin = Signal(in_bits)                 # word address of the window of pixel (0, 0)
-        last_pixel = Signal(2 * _DIM)            # out_h * out_w - 1
+        top = Signal(in_bits)                    # pad_top * row_words (modulo the PLM size)
+        left = Signal(in_bits)                   # pad_left * groups (modulo the PLM size)
+        last_pixel = Signal(2 * _DIM)            # out_h * out_w, then out_h * out_w - 1
         setup = Signal(2)
         running = Signal()
 
@@ -183,14 +187,18 @@ class ConvCore(wiring.Component):
             m.d.sync += [setup.eq(1), active.eq(1)]
         with m.If(setup == 1):
             m.d.sync += [row_words.eq(cmd.in_w * cmd.groups),
-                         last_pixel.eq(cmd.out_h * cmd.out_w - 1), setup.eq(2)]
+                         last_pixel.eq(cmd.out_h * cmd.out_w),
+                         pix_step.eq(cmd.stride_w * cmd.groups),
+                         left.eq(cmd.pad_left * cmd.groups), setup.eq(2)]
         with m.If(setup == 2):
             m.d.sync += [
                 row_step.eq(cmd.stride_h * row_words),
-                pix_step.eq(cmd.stride_w * cmd.groups),
-                origin.eq(-(cmd.pad_top * row_words) - cmd.pad_left * cmd.groups),
+                top.eq(cmd.pad_top * row_words),
+                last_pixel.eq(last_pixel - 1),
                 setup.eq(3),
             ]
+        # word address of the window of pixel (0, 0); padded taps' addresses may wrap
+        origin = (-top - left)[:in_bits]
         with m.If(setup == 3):
             m.d.sync += [
                 g.eq(0), kx.eq(0), ky.eq(0), ox.eq(0), oy.eq(0), wrow.eq(0),
