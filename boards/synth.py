@@ -109,10 +109,11 @@ BLOCKS = {
                True),
 }
 
-#: Extra nextpnr arguments of some blocks: nextpnr's default router (router1) did not finish
-#: routing ``conv2d`` on the ECP5-85F in 50 minutes (a few hundred congested arcs left);
-#: router2 routes it in about 3 minutes.
-NEXTPNR_OPTIONS = {"conv2d": ("--router", "router2")}
+#: Extra nextpnr arguments of some blocks. ``conv2d`` on the ECP5-85F: with LUT-built PEs,
+#: router1 did not finish in 50 minutes and router2 routed it in 3; with the DSP-built PEs,
+#: router2 does not converge (over 5,000 overused wires and rising after 20 iterations, the
+#: congestion around the DSP columns), and router1 is used.
+NEXTPNR_OPTIONS = {}
 
 #: The blocks of the full report (``make synth-report``, ``make test-full``,
 #: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 13 minutes on the
@@ -226,7 +227,9 @@ def synthesize(block, device_name, *, force=False):
                        "--timing-allow-fail", *NEXTPNR_OPTIONS.get(block, ())]
     synth_command = device.synth_command.format(dsp=device.dsp_options[0 if dsp else 1],
                                                 json="top.json")
-    flow = json.dumps([asdict(device), synth_command, nextpnr_command], sort_keys=True)
+    # The family acts through the design text (hashed below), not through the flow.
+    tools = {key: value for key, value in asdict(device).items() if key != "family"}
+    flow = json.dumps([tools, synth_command, nextpnr_command], sort_keys=True)
     digest = hashlib.sha256((_canonical(design) + flow).encode()).hexdigest()[:16]
     work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
     cached = work / "result.json"
