@@ -9,11 +9,12 @@ beat leaves when it is full or its segment ends, and rows of half-byte pixels ar
 to a whole byte. Segments are those of :func:`hls_ref.socket.store_request` (the pixels of a
 row, or rows, merge into one segment when they are contiguous in memory).
 
-One element per cycle enters the requantizer, across pixels too: the accumulator PLM's read
-data always holds the current pixel's sums (the next pixel is addressed in the cycle that sends
-the current one's last element). For timing, nothing waits on a combinational ready chain: the
-requantizer never stalls (elements enter it only against credits for the FIFO behind it), and
-the DMA writer's ready reaches only that FIFO's read side.
+One element per cycle enters the requantizer, across pixels too. Each element is decided two
+cycles before it is selected: the decision addresses the accumulator PLM at the element's
+pixel, the read data is registered, and the element is taken from that register. For timing,
+the PLM's slow clock-to-output reaches only a register, and nothing waits on a combinational
+ready chain: the requantizer never stalls (elements are decided only against credits for the
+FIFO behind it), and the DMA writer's ready reaches only that FIFO's read side.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
@@ -72,9 +73,9 @@ def store_quant_layout(pes):
 
 _FLAGS = data.StructLayout({"zero": 1, "align": 1, "flush": 1, "lane": 3, "last": 1})
 
-#: Requantized elements in flight: the requantizer's stages plus the element register, and
-#: room for the packer to fall behind by a beat.
-_FIFO_DEPTH = 16
+#: Elements in flight: the two cycles from decision to selection, the element register, the
+#: requantizer's stages, and room for the packer to fall behind by a beat.
+_FIFO_DEPTH = 18
 
 
 class StoreUnit(wiring.Component):
@@ -126,17 +127,17 @@ class StoreUnit(wiring.Component):
         m.submodules.requant = rq = Requantizer(user_width=_FLAGS.size, **self._requant)
 
         # --- element source: pixel after pixel, out_seg elements each ------------------------
-        # The accumulator PLM is read every cycle at the current pixel, or at the next one in
-        # the cycle that finishes the current one, so its read data always holds the sums of
-        # the pixel being sent: no enable and no copy of the sums (a wide, high-fan-out load).
-        # Elements enter the requantizer only against credits for the FIFO behind it, so the
+        # The decision stage walks (pixel, k) and addresses the accumulator PLM at the decided
+        # element's pixel in the same cycle; the read data is registered every cycle (no
+        # enable: a wide register with an enable is a high-fan-out load), so two cycles later
+        # the register holds that pixel's sums and the element is selected from it. Elements
+        # are decided only against credits for the FIFO behind the requantizer, so the
         # requantizer never stalls and the DMA writer's ready reaches no further than the FIFO.
-        pixel = Signal(row_bits)                 # accumulator row of the pixel being sent
+        pixel = Signal(row_bits)                 # accumulator row of the decided element
         col = Signal(_DIM)
         out_row = Signal(_DIM)
         k = Signal(_DIM)
-        have = Signal()                          # the read data holds a pixel still to send
-        priming = Signal()                       # the first pixel's sums are being read
+        have = Signal()                          # elements are left to decide
         busy = Signal()
         seg_lane = Signal(3)                     # lane of the current pixel's segment
         row_lane = Signal(3)                     # lane of the current row's first segment
@@ -144,7 +145,7 @@ class StoreUnit(wiring.Component):
 
         depth = _FIFO_DEPTH
         credits = Signal(range(depth + 1), init=depth)
-        issue = Signal()                         # an element enters the pipeline this cycle
+        issue = Signal()                         # an element is decided this cycle
         popped = Signal()                        # the packer takes an element from the FIFO
         m.d.comb += issue.eq(have & (credits != 0))
         m.d.sync += credits.eq(credits - issue + popped)
@@ -153,17 +154,13 @@ class StoreUnit(wiring.Component):
         last_col = col == cfg.out_w - 1
         last_row = out_row == cfg.out_h - 1
         last_pixel = last_row & last_col
-        next_pixel = issue & last_k
         m.d.comb += [
-            self.acc_rd.addr.eq(Mux(next_pixel, (pixel + 1)[:row_bits], pixel)
-                                | (cfg.acc_bank << row_bits)),
+            self.acc_rd.addr.eq(pixel | (cfg.acc_bank << row_bits)),
             self.acc_rd.en.eq(1),
         ]
         with m.If(self.start & ~busy):
-            m.d.sync += [busy.eq(1), priming.eq(1), pixel.eq(0), col.eq(0), out_row.eq(0),
+            m.d.sync += [busy.eq(1), have.eq(1), pixel.eq(0), col.eq(0), out_row.eq(0),
                          k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
-        with m.If(priming):
-            m.d.sync += [priming.eq(0), have.eq(1)]
 
         next_row_lane = (row_lane + cfg.row_step)[:3]
         flags = Signal(_FLAGS)
@@ -181,24 +178,35 @@ class StoreUnit(wiring.Component):
             with m.Elif(last_col & (cfg.pixel_segments | cfg.row_segments)):
                 m.d.comb += [flags.flush.eq(1), flags.lane.eq(next_row_lane)]
 
-        # the element register: the requantizer's operands, one cycle behind the selection
-        sums = self.acc_rd.data
+        # Two cycles from decision to selection: the PLM read, then the sums register. Only
+        # the low bits of k select a PE: k >= pes implies k >= out_c (out_c <= pes), so such
+        # an element is a zero filler whatever it selects.
+        sel_bits = _bits(self._pes)
+        sums = Signal.like(self.acc_rd.data)
+        m.d.sync += sums.eq(self.acc_rd.data)
+        decided = [(issue, k[:sel_bits], flags)]
+        for n in range(2):
+            valid, sel, user = decided[-1]
+            staged = (Signal(name=f"valid_d{n + 1}"), Signal(sel_bits, name=f"sel_d{n + 1}"),
+                      Signal(_FLAGS, name=f"flags_d{n + 1}"))
+            m.d.sync += [staged[0].eq(valid), staged[1].eq(sel), staged[2].eq(user)]
+            decided.append(staged)
+        selected, sel, sel_flags = decided[-1]
+
+        # the element register: the requantizer's operands
         element_valid = Signal()
         element = Signal(rq.input_layout)
-        m.d.sync += element_valid.eq(issue)
-        with m.If(issue):
+        m.d.sync += element_valid.eq(selected)
+        with m.If(selected):
             m.d.sync += [
                 element.zero_point.eq(q.zero_point),
                 element.low.eq(q.low),
                 element.high.eq(q.high),
-                element.user.eq(flags),
+                element.user.eq(sel_flags),
+                element.acc.eq(sums[sel]),
+                element.multiplier.eq(q.multiplier[sel]),
+                element.shift.eq(q.shift[sel]),
             ]
-            with m.Switch(k):
-                for pe in range(self._pes):
-                    with m.Case(pe):
-                        m.d.sync += [element.acc.eq(sums[pe]),
-                                     element.multiplier.eq(q.multiplier[pe]),
-                                     element.shift.eq(q.shift[pe])]
         m.d.comb += [
             rq.i.valid.eq(element_valid),
             rq.i.payload.eq(element),

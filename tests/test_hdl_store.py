@@ -20,6 +20,9 @@ from hls_ref.quant import multiply_by_quantized_multiplier
 from hls_ref.socket import store_request, store_tile
 from sw.program import conv2d_program, random_conv
 
+#: Cycles of a tile's store beyond one per element (see the throughput test).
+STORE_LATENCY = 14
+
 
 def store_config(desc, acc_bank):
     """The store unit's configuration of a descriptor (what the sequencer derives)."""
@@ -195,3 +198,42 @@ def test_store_unit_custom_strides(name, program, desc):
     sim.run()
     apply_beats(got, desc, beats)
     assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("out_bits,cout", [(8, 16), (16, 5), (4, 3)])
+def test_store_unit_sends_one_element_per_cycle(out_bits, cout):
+    """With a writer that is always ready, a tile of N elements (out_seg per pixel, fillers
+    included) takes N cycles plus a fixed latency: nothing stalls between elements or pixels."""
+    rng = np.random.default_rng(out_bits)
+    precision = Precision.A16W16 if out_bits == 16 else Precision.A8W8
+    x, w, qb, cmd, _ = random_conv(rng, precision, out_bits, cout=cout, size=(6, 9),
+                                   kernel=(3, 3), stride=(1, 1), pad=(1, 1, 1, 1))
+    desc = conv2d_program(x, w, qb, cmd).descriptors[0]
+    geo = geometry(desc)
+    pes, rows = 16, 64
+    elements = geo.out_h * geo.out_w * desc.out_seg
+    dut = StoreHarness(pes, rows, [[0] * pes for _ in range(2 * rows)])
+    cycles = []
+
+    async def bench(ctx):
+        store = dut.store
+        ctx.set(store.cfg, store_config(desc, 0))
+        ctx.set(store.q, {"zero_point": 0, "low": -8, "high": 7,
+                          "multiplier": [1 << 30] * pes, "shift": [0] * pes})
+        ctx.set(store.beats.ready, 1)
+        ctx.set(store.start, 1)
+        await ctx.tick()
+        ctx.set(store.start, 0)
+        count = 1
+        while ctx.get(store.busy):
+            await ctx.tick()
+            count += 1
+        cycles.append(count)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    # the latency: decision -> PLM read -> sums register -> element register -> requantizer
+    # -> FIFO -> packer -> the last beat's acceptance
+    assert cycles[0] - elements == STORE_LATENCY, (cycles[0], elements)
