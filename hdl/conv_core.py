@@ -274,7 +274,12 @@ class ConvCore(wiring.Component):
             pe_row.o.ready.eq(1),
         ]
 
-        # --- accumulate stage: read the pixel's partial sums, add, write back --------------
+        # --- accumulate stages: read the pixel's partial sums, add, write back ------------
+        # C: the accumulator PLM delivers the partial sums of ``pixel_c``; they (or the bias)
+        # are registered with the sums. D: the addition and the write. The PLM's 5.6 ns
+        # clock-to-output, the bank multiplexer, a 32-bit carry chain and the write-data setup
+        # would otherwise be one path. Each pixel is read once and written once per command and
+        # the next command starts after ``done``, so no read can see a write still in flight.
         pixel = Signal(acc_bits)                 # output pixel of the next PE-row sum
         sums_c = Signal.like(pe_row.o.payload)
         valid_c = Signal()
@@ -289,18 +294,23 @@ class ConvCore(wiring.Component):
                      pixel_c.eq(pixel)]
         with m.If(pe_row.o.valid):
             m.d.sync += pixel.eq(pixel + 1)
+        sums_d = Signal.like(sums_c)
+        base_d = Signal.like(self.acc_wr.data)
+        valid_d = Signal()
+        pixel_d = Signal(acc_bits)
+        m.d.sync += [valid_d.eq(valid_c), sums_d.eq(sums_c), pixel_d.eq(pixel_c),
+                     base_d.eq(Mux(cmd.acc_flag, self.acc_rd.data, self.bias))]
         total = Signal.like(self.acc_wr.data)
         for pe in range(self._pes):
-            base = Mux(cmd.acc_flag, self.acc_rd.data[pe], self.bias[pe])
-            m.d.comb += total[pe].eq(base + sums_c[pe])
+            m.d.comb += total[pe].eq(base_d[pe] + sums_d[pe])
         m.d.comb += [
-            self.acc_wr.addr.eq(pixel_c | (cmd.acc_bank << acc_bits)),
+            self.acc_wr.addr.eq(pixel_d | (cmd.acc_bank << acc_bits)),
             self.acc_wr.data.eq(total),
-            self.acc_wr.en.eq(valid_c),
+            self.acc_wr.en.eq(valid_d),
         ]
 
         # done when the command's last pixel has been written
-        finishing = valid_c & (pixel_c == last_pixel)
+        finishing = valid_d & (pixel_d == last_pixel)
         m.d.comb += self.done.eq(finishing)
         with m.If(finishing):
             m.d.sync += [pixel.eq(0), active.eq(0)]
