@@ -182,12 +182,14 @@ class Conv2DAccelerator(wiring.Component):
                                      max_outstanding=self._max_outstanding,
                                      tag_width=_TAG_WIDTH)
         wiring.connect(m, wiring.flipped(self.bus), dma.bus)
+        # the input PLM registers its block RAMs' outputs (see hdl.plm); the core aligns
+        m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
-                                            stages=self._pe_stages, dsp=config.pe_dsp)
+                                            stages=self._pe_stages, dsp=config.pe_dsp,
+                                            in_latency=in_plm.read_latency)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages)
-        m.submodules.in_plm = in_plm = InputPLM(words=in_words)
         m.submodules.in_loader = x_loader = InputLoader(words=in_words)
         m.submodules.w_loader = w_loader = WeightLoader(pes=pes, rows=w_rows)
         q_loaders = [QuantLoader(pes=pes) for _ in range(2)]

@@ -103,15 +103,17 @@ class ConvCore(wiring.Component):
     mac : ``Out(1)``
         High on every cycle an operand pair enters the PE row (useful MAC cycles).
     in_rd : ``In(ReadPort.Signature)``
-        Input PLM, one 16-bit word, bank bit on top of the word address.
+        Input PLM, one 16-bit word, bank bit on top of the word address; the word arrives
+        ``in_latency`` cycles (1 or 2) after its address.
     w_rd : ``In(ReadPort.Signature)``
-        Weight PLM, ``pes`` words, bank bit on top of the row address.
+        Weight PLM, ``pes`` words, bank bit on top of the row address; the row arrives the
+        cycle after its address (with ``in_latency`` 2 the core registers it once more).
     acc_rd, acc_wr : ``In(ReadPort.Signature)``, ``In(WritePort.Signature)``
         Accumulator PLM, ``pes`` sums, bank bit on top of the row address.
     """
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
-                 precisions=tuple(Precision), stages=2, dsp=False):
+                 precisions=tuple(Precision), stages=2, dsp=False, in_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
@@ -119,6 +121,7 @@ class ConvCore(wiring.Component):
         self._precisions = tuple(Precision.parse(p) for p in precisions)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._dsp = dsp
+        self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
         super().__init__({
@@ -140,6 +143,11 @@ class ConvCore(wiring.Component):
     @property
     def pes(self):
         return self._pes
+
+    @property
+    def in_latency(self):
+        """Cycles from an input PLM address to its word (1 or 2)."""
+        return self._in_latency
 
     def elaborate(self, platform):
         m = Module()
@@ -256,6 +264,16 @@ class ConvCore(wiring.Component):
             clear_b.eq((g == 0) & (kx == 0) & (ky == 0)),
             last_b.eq(last_g & last_kx & last_ky),
         ]
+        # a registered input PLM (``in_latency`` 2): the tap's flags and weight row wait a
+        # cycle for its word, and the weight PLM's output meets a register with no logic
+        w_row = self.w_rd.data
+        if self._in_latency == 2:
+            delayed = [Signal.like(s, name=f"{s.name}2")
+                       for s in (valid_b, padded_b, clear_b, last_b)]
+            w_row = Signal.like(self.w_rd.data, name="w_row2")
+            m.d.sync += [d.eq(s) for d, s in zip(delayed, (valid_b, padded_b, clear_b, last_b))]
+            m.d.sync += w_row.eq(self.w_rd.data)
+            valid_b, padded_b, clear_b, last_b = delayed
         # the operands are registered before the PE row: the block RAMs' clock-to-output delay
         # and the lane and pad multiplexers would otherwise add to the multipliers' first stage
         operands = Signal.like(pe_row.i.payload)
@@ -263,7 +281,7 @@ class ConvCore(wiring.Component):
         m.d.sync += [
             valid_op.eq(valid_b),
             operands.a.eq(Mux(padded_b, cmd.pad_word, self.in_rd.data)),
-            operands.b.eq(self.w_rd.data),
+            operands.b.eq(w_row),
             operands.precision.eq(cmd.precision),
             operands.clear.eq(clear_b),
             operands.last.eq(last_b),

@@ -44,15 +44,20 @@ class InputPLM(wiring.Component):
     wr : ``In(input_write_layout(addr_width))`` plus ``wr_en``
         Word address with the bank bit on top.
     rd : ``Out(memory.ReadPort.Signature(addr_width, 16))``
-        One word, the cycle after its address.
+        One word, ``read_latency`` cycles after its address.
+
+    ``read_latency`` 2 registers every lane's block-RAM output before the lane multiplexer, so
+    that the block RAM's clock-to-output delay (5.6 ns on the ECP5) is not followed by logic
+    in the same cycle; 1 is a plain synchronous read.
     """
 
-    def __init__(self, *, words=16384, banks=2):
+    def __init__(self, *, words=16384, banks=2, read_latency=1):
         self._words = check_int("words", words, minimum=LANES)
         if words % LANES:
             raise ValueError(f"words must be a multiple of {LANES}, not {words}")
         self._banks = check_int("banks", banks, minimum=1, maximum=2)
         self._addr_width = _bits(words) + (banks - 1)
+        self._read_latency = check_int("read_latency", read_latency, minimum=1, maximum=2)
         super().__init__({
             "wr": In(input_write_layout(self._addr_width)),
             "wr_en": In(1),
@@ -64,6 +69,11 @@ class InputPLM(wiring.Component):
     def addr_width(self):
         return self._addr_width
 
+    @property
+    def read_latency(self):
+        """Cycles from a read address to its word."""
+        return self._read_latency
+
     def elaborate(self, platform):
         m = Module()
         # the bank bit sits above the word address; lanes split the low two bits off
@@ -74,8 +84,12 @@ class InputPLM(wiring.Component):
             bank = addr[word_bits:] if self._banks > 1 else 0
             return (addr[:word_bits] >> 2) | (bank << (word_bits - 2))
 
-        lane_rd = Signal(2)
-        m.d.sync += lane_rd.eq(self.rd.addr[:2])
+        # the lane of the word being read, delayed to meet its data
+        lane_rd = self.rd.addr[:2]
+        for n in range(self._read_latency):
+            delayed = Signal(2, name=f"lane_rd{n + 1}")
+            m.d.sync += delayed.eq(lane_rd)
+            lane_rd = delayed
         for lane in range(LANES):
             mem = memory.Memory(shape=unsigned(OPERAND_WIDTH), depth=depth, init=[])
             m.submodules[f"lane{lane}"] = mem
@@ -92,6 +106,10 @@ class InputPLM(wiring.Component):
                 rd.addr.eq(row_of(self.rd.addr)),
                 rd.en.eq(self.rd.en),
             ]
+            word = rd.data
+            if self._read_latency == 2:
+                word = Signal(OPERAND_WIDTH, name=f"word{lane}")
+                m.d.sync += word.eq(rd.data)
             with m.If(lane_rd == lane):
-                m.d.comb += self.rd.data.eq(rd.data)
+                m.d.comb += self.rd.data.eq(word)
         return m

@@ -42,9 +42,9 @@ async def feed(ctx, port, beats, rng, idle=0.3):
 
 
 class InputHarness(wiring.Component):
-    def __init__(self, words):
+    def __init__(self, words, read_latency):
         self.loader = InputLoader(words=words)
-        self.plm = InputPLM(words=words)
+        self.plm = InputPLM(words=words, read_latency=read_latency)
         super().__init__({})
 
     def elaborate(self, platform):
@@ -64,19 +64,21 @@ def _programs():
     # segment and the loader must find the row ends inside it
     cases += [(Precision.A8W8, dict(cin=1, size=(5, 16))),
               (Precision.A4W4, dict(cin=1, size=(5, 16)))]
-    for precision, kw in cases:
+    for n, (precision, kw) in enumerate(cases):
         kw = {"size": (6, 11), **kw}
         x, w, qb, cmd, _ = random_conv(rng, precision, 8, kernel=(3, 3), stride=(1, 1), **kw)
         splits = (precision.lanes * 2,) if kw["cin"] > 2 * precision.lanes else ()
-        name = f"{precision.label}_c{kw['cin']}_w{kw['size'][1]}"
-        yield name, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits)
+        # the PLM's two read latencies alternate
+        latency = 1 + n % 2
+        name = f"{precision.label}_c{kw['cin']}_w{kw['size'][1]}_lat{latency}"
+        yield name, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits), latency
 
 
-@pytest.mark.parametrize("name,program", list(_programs()), ids=lambda v: v
+@pytest.mark.parametrize("name,program,latency", list(_programs()), ids=lambda v: v
                          if isinstance(v, str) else "")
-def test_input_loader_fills_the_plm_with_st_words(name, program):
+def test_input_loader_fills_the_plm_with_st_words(name, program, latency):
     words = 1024
-    dut = InputHarness(words)
+    dut = InputHarness(words, latency)
     rng = random.Random(name)
     checked = []
 
@@ -95,11 +97,13 @@ def test_input_loader_fills_the_plm_with_st_words(name, program):
             ctx.set(dut.loader.start, 0)
             await feed(ctx, dut.loader.beats, request_beats(program.memory, x_req), rng)
             want = pack_activations(input_tile(program.memory, desc), geo.precision).ravel()
+            # one address per cycle; each word arrives ``latency`` ticks after its address
             got = []
-            for i in range(len(want)):
-                ctx.set(dut.plm.rd.addr, bank * words + i)
+            for i in range(len(want) + latency - 1):
+                ctx.set(dut.plm.rd.addr, bank * words + min(i, len(want) - 1))
                 await ctx.tick()
-                got.append(ctx.get(dut.plm.rd.data))
+                if i >= latency - 1:
+                    got.append(ctx.get(dut.plm.rd.data))
             np.testing.assert_array_equal(got, want, f"descriptor {n}")
             checked.append(n)
 
