@@ -1,12 +1,13 @@
 """Processing elements: an ST multiplier feeding an accumulator, and a row of them."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .params import check_int, check_precisions
+from .replica import Replicas
 from .st_multiplier import MAX_STAGES, STMultiplier
 
 __all__ = ["PERow", "ProcessingElement"]
@@ -149,7 +150,9 @@ class ProcessingElement(_PEParameters, wiring.Component):
 
 class PERow(_PEParameters, wiring.Component):
     """A row of processing elements in lock-step: one activation operand for all, one weight
-    operand each (the 2D-convolution arrangement: one output channel per PE).
+    operand each (the 2D-convolution arrangement: one output channel per PE). An input
+    register stage gives every PE its own copy of the operands (a cycle of latency more than a
+    single :class:`ProcessingElement`).
 
     Parameters
     ----------
@@ -194,18 +197,46 @@ class PERow(_PEParameters, wiring.Component):
                     for _ in range(self._pes)]
         for index, element in enumerate(elements):
             m.submodules[f"pe{index}"] = element
+
+        # The input stage: every PE registers its own copy of the shared fields (a
+        # hdl.replica.Replicas each), so that no flip-flop inside the PEs is common to the row
+        # and the broadcast crosses the array between two registers.
+        payload = self.i.payload
+        load = Signal()
+        shared = Cat(payload.a, payload.precision, payload.clear, payload.last)
+        m.submodules.shared = shared_copies = Replicas(len(shared), self._pes)
+        m.submodules.valid = valid_copies = Replicas(1, self._pes, reset=True)
+        m.d.comb += [
+            shared_copies.d.eq(shared), shared_copies.enable.eq(load),
+            valid_copies.d.eq(self.i.valid), valid_copies.enable.eq(load),
+            load.eq(~valid_copies.q[0] | elements[0].i.ready),
+            self.i.ready.eq(load),
+        ]
+        for index, element in enumerate(elements):
+            b = Signal(OPERAND_WIDTH, name=f"b{index}", reset_less=True)
+            with m.If(load):
+                m.d.sync += b.eq(payload.b[index])
+            fields = (OPERAND_WIDTH, Precision.as_shape().width, 1, 1)
+            a, precision, clear, last = _split(shared_copies.q[index], fields)
             m.d.comb += [
-                element.i.valid.eq(self.i.valid),
-                element.i.payload.a.eq(self.i.payload.a),
-                element.i.payload.b.eq(self.i.payload.b[index]),
-                element.i.payload.precision.eq(self.i.payload.precision),
-                element.i.payload.clear.eq(self.i.payload.clear),
-                element.i.payload.last.eq(self.i.payload.last),
+                element.i.valid.eq(valid_copies.q[index]),
+                element.i.payload.a.eq(a),
+                element.i.payload.b.eq(b),
+                element.i.payload.precision.eq(precision),
+                element.i.payload.clear.eq(clear),
+                element.i.payload.last.eq(last),
                 element.o.ready.eq(self.o.ready),
                 self.o.payload[index].eq(element.o.payload),
             ]
-        m.d.comb += [
-            self.i.ready.eq(elements[0].i.ready),
-            self.o.valid.eq(elements[0].o.valid),
-        ]
+        m.d.comb += self.o.valid.eq(elements[0].o.valid)
         return m
+
+
+def _split(value, widths):
+    """The consecutive fields of ``value`` with the given ``widths``, least significant
+    first."""
+    fields, lsb = [], 0
+    for width in widths:
+        fields.append(value[lsb:lsb + width])
+        lsb += width
+    return fields

@@ -46,7 +46,7 @@ _HDL_SOURCES = ("hdl", "hls_ref", "sim/runner.py")
 
 #: Simulation models of the vendor primitives a target's build instantiates (see
 #: :class:`hdl.dsp.Target`), compiled with the generated Verilog.
-TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v",)}
+TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v", "sim/models/ecp5_ff.v")}
 
 
 class CocotbTestError(AssertionError):

@@ -164,5 +164,6 @@ def test_core_matches_golden(case, acc_flag):
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
     # one MAC per cycle, plus a fixed latency: 3 setup cycles, the PLM read, the operand
-    # register, the multipliers' stages and the accumulate stages' read, register and write
-    assert cycles == macs + 9 + in_latency
+    # register, the PE row's input stage, the multipliers' stages and the accumulate stages'
+    # read, register and write
+    assert cycles == macs + 10 + in_latency

@@ -7,10 +7,11 @@ multiplier, the PE row and the conv2d accelerator (``*_ecp5`` configurations).""
 import random
 
 import pytest
-from amaranth.hdl import Fragment, Instance
+from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
 from hdl.dsp import ECP5_DSP_WIDTH, PipelinedMultiplier, Target, uses_ecp5_dsp
+from tests.fragments import instances
 
 
 @pytest.mark.parametrize("width", [2, 9, ECP5_DSP_WIDTH])
@@ -52,18 +53,10 @@ def test_portable_form_multiplies_two_enabled_cycles_later(width):
     sim.run()
 
 
-def _instances(fragment):
-    for subfragment, *_ in fragment.subfragments:
-        if isinstance(subfragment, Instance):
-            yield subfragment
-        else:
-            yield from _instances(subfragment)
-
-
 def test_ecp5_form_is_one_mult18x18d_with_its_own_registers():
     dut = PipelinedMultiplier(9)
     fragment = Fragment.get(dut, Target("ecp5"))
-    (block,) = [i for i in _instances(fragment) if i.type == "MULT18X18D"]
+    (block,) = [i for i in instances(fragment) if i.type == "MULT18X18D"]
     for name in ("INPUTA", "INPUTB", "OUTPUT"):
         assert block.parameters[f"REG_{name}_CLK"] == "CLK0"
         assert block.parameters[f"REG_{name}_CE"] == "CE0"
@@ -79,7 +72,7 @@ def test_other_targets_get_the_portable_form():
     for platform in (None, Target("ice40"), object()):
         assert not uses_ecp5_dsp(platform)
         fragment = Fragment.get(PipelinedMultiplier(9), platform)
-        assert not list(_instances(fragment))
+        assert not list(instances(fragment))
 
 
 def test_width_is_checked():
