@@ -116,8 +116,8 @@ BLOCKS = {
 NEXTPNR_OPTIONS = {}
 
 #: The blocks of the full report (``make synth-report``, ``make test-full``,
-#: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 13 minutes on the
-#: ECP5-85F, 2 on the iCE40UP5K, where it does not fit).
+#: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 35 minutes on the
+#: ECP5-85F, most of it in router1; 2 on the iCE40UP5K, where it does not fit).
 STANDARD = {
     "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_dsp", "pe_row",
                  "pe_row_dsp", "pe_row_low", "mac_row", "mac_row_lut", "conv2d"),
@@ -351,7 +351,7 @@ def main(argv=None):
     if args.write_results:
         command = "python -m boards.synth --write-results  (make synth-report)"
         write_results_section("synth", "\n".join([
-            "## Synthesis: ST multiplier, PE and PE rows",
+            "## Synthesis: ST multiplier, PEs, PE rows and the conv2d accelerator",
             "",
             f"Regenerate with `{command}`. Yosys and nextpnr from PyPI (yowasp), out of "
             f"context (all core ports registered, see `boards/harness.py`), nextpnr seed 1, "
