@@ -150,9 +150,14 @@ class StoreUnit(wiring.Component):
         m.d.comb += issue.eq(have & (credits != 0))
         m.d.sync += credits.eq(credits - issue + popped)
 
-        last_k = k == cfg.out_seg - 1
-        last_col = col == cfg.out_w - 1
-        last_row = out_row == cfg.out_h - 1
+        # the last indices, registered at the start (cfg holds still until done): a
+        # subtraction in front of each comparison was the head of a long path to seg_lane
+        k_end = Signal(_DIM)
+        col_end = Signal(_DIM)
+        row_end = Signal(_DIM)
+        last_k = k == k_end
+        last_col = col == col_end
+        last_row = out_row == row_end
         last_pixel = last_row & last_col
         m.d.comb += [
             self.acc_rd.addr.eq(pixel | (cfg.acc_bank << row_bits)),
@@ -160,7 +165,9 @@ class StoreUnit(wiring.Component):
         ]
         with m.If(self.start & ~busy):
             m.d.sync += [busy.eq(1), have.eq(1), pixel.eq(0), col.eq(0), out_row.eq(0),
-                         k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
+                         k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane),
+                         k_end.eq(cfg.out_seg - 1), col_end.eq(cfg.out_w - 1),
+                         row_end.eq(cfg.out_h - 1)]
 
         next_row_lane = (row_lane + cfg.row_step)[:3]
         flags = Signal(_FLAGS)
