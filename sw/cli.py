@@ -67,9 +67,10 @@ def cmd_bench(args):
             "## PE row throughput by precision (RTL simulation)",
             "",
             "Regenerate with `make bench` (`tessera bench --write-results`). One dot product "
-            f"per PE on a {args.pes}-PE row (2 multiplier stages + accumulator), operands "
-            "streamed back to back, cycles counted in the Amaranth simulator from the first "
-            "operand to valid sums (pipeline latency included), sums checked against numpy.",
+            f"per PE on a {args.pes}-PE row (input stage, 2 multiplier stages, accumulator), "
+            "operands streamed back to back, cycles counted in the Amaranth simulator from "
+            "the first operand to valid sums (pipeline latency included), sums checked "
+            "against numpy.",
             "",
             table]))
     conv2d_exact = True
