@@ -268,10 +268,10 @@ class ConvCore(wiring.Component):
         # cycle for its word, and the weight PLM's output meets a register with no logic
         w_row = self.w_rd.data
         if self._in_latency == 2:
-            delayed = [Signal.like(s, name=f"{s.name}2")
-                       for s in (valid_b, padded_b, clear_b, last_b)]
+            tap = (valid_b, padded_b, clear_b, last_b)
+            delayed = [Signal.like(s, name=f"{s.name}2") for s in tap]
             w_row = Signal.like(self.w_rd.data, name="w_row2")
-            m.d.sync += [d.eq(s) for d, s in zip(delayed, (valid_b, padded_b, clear_b, last_b))]
+            m.d.sync += [d.eq(s) for d, s in zip(delayed, tap)]
             m.d.sync += w_row.eq(self.w_rd.data)
             valid_b, padded_b, clear_b, last_b = delayed
         # the operands are registered before the PE row: the block RAMs' clock-to-output delay

@@ -1,6 +1,6 @@
 """Processing elements: an ST multiplier feeding an accumulator, and a row of them."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -203,10 +203,13 @@ class PERow(_PEParameters, wiring.Component):
         # and the broadcast crosses the array between two registers.
         payload = self.i.payload
         load = Signal()
-        shared = Cat(payload.a, payload.precision, payload.clear, payload.last)
-        m.submodules.shared = shared_copies = Replicas(len(shared), self._pes)
+        shared = Signal(data.StructLayout({"a": unsigned(OPERAND_WIDTH), "precision": Precision,
+                                           "clear": 1, "last": 1}))
+        m.submodules.shared = shared_copies = Replicas(shared.shape().size, self._pes)
         m.submodules.valid = valid_copies = Replicas(1, self._pes, reset=True)
         m.d.comb += [
+            shared.a.eq(payload.a), shared.precision.eq(payload.precision),
+            shared.clear.eq(payload.clear), shared.last.eq(payload.last),
             shared_copies.d.eq(shared), shared_copies.enable.eq(load),
             valid_copies.d.eq(self.i.valid), valid_copies.enable.eq(load),
             load.eq(~valid_copies.q[0] | elements[0].i.ready),
@@ -216,27 +219,17 @@ class PERow(_PEParameters, wiring.Component):
             b = Signal(OPERAND_WIDTH, name=f"b{index}", reset_less=True)
             with m.If(load):
                 m.d.sync += b.eq(payload.b[index])
-            fields = (OPERAND_WIDTH, Precision.as_shape().width, 1, 1)
-            a, precision, clear, last = _split(shared_copies.q[index], fields)
+            copy = data.View(shared.shape(), shared_copies.q[index])
             m.d.comb += [
                 element.i.valid.eq(valid_copies.q[index]),
-                element.i.payload.a.eq(a),
+                element.i.payload.a.eq(copy.a),
                 element.i.payload.b.eq(b),
-                element.i.payload.precision.eq(precision),
-                element.i.payload.clear.eq(clear),
-                element.i.payload.last.eq(last),
+                element.i.payload.precision.eq(copy.precision),
+                element.i.payload.clear.eq(copy.clear),
+                element.i.payload.last.eq(copy.last),
                 element.o.ready.eq(self.o.ready),
                 self.o.payload[index].eq(element.o.payload),
             ]
         m.d.comb += self.o.valid.eq(elements[0].o.valid)
         return m
 
-
-def _split(value, widths):
-    """The consecutive fields of ``value`` with the given ``widths``, least significant
-    first."""
-    fields, lsb = [], 0
-    for width in widths:
-        fields.append(value[lsb:lsb + width])
-        lsb += width
-    return fields
