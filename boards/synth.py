@@ -19,7 +19,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from hdl.dsp import Target
+from hdl.target import Target
 from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
 from sim.toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
 
@@ -33,7 +33,7 @@ class Device:
     """An FPGA target of the open flow."""
 
     name: str
-    family: str  # the platform family cores are elaborated for (see hdl.dsp.Target)
+    family: str  # the platform family cores are elaborated for (see hdl.target.Target)
     synth_command: str
     dsp_options: tuple  # synth_command's {dsp} when multipliers may / may not use DSP blocks
     nextpnr: str

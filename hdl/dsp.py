@@ -9,10 +9,10 @@ instantiating it with them moves both register stages into the block, so the fab
 routes to a register's setup and from a register's clock-to-output.
 
 Which form is built depends on the platform the design is elaborated for: an object whose
-``family`` is ``"ecp5"`` (Amaranth's Lattice platforms for the ECP5, or :class:`Target`) gets
-the primitive; anything else, simulation included, gets the portable description. The
-primitive's simulation model (the subset of its behaviour used here) is
-``sim/models/ecp5_mult18x18d.v``, and the cocotb tests run both forms.
+``family`` is ``"ecp5"`` (Amaranth's Lattice platforms for the ECP5, or
+:class:`hdl.target.Target`) gets the primitive; anything else, simulation included, gets the
+portable description. The primitive's simulation model (the subset of its behaviour used here)
+is ``sim/models/ecp5_mult18x18d.v``, and the cocotb tests run both forms.
 """
 
 from amaranth.hdl import ClockSignal, Const, Instance, Module, Signal, signed
@@ -20,34 +20,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import check_int
+from .target import is_ecp5
 
-__all__ = ["ECP5_DSP_WIDTH", "PipelinedMultiplier", "Target", "uses_ecp5_dsp"]
+__all__ = ["ECP5_DSP_WIDTH", "PipelinedMultiplier"]
 
 #: Operand width of one ECP5 MULT18X18D, in bits.
 ECP5_DSP_WIDTH = 18
-
-
-class Target:
-    """A platform stand-in for elaborating outside a board build (synthesis out of context,
-    simulation of a target's netlist): names the FPGA family whose primitives cores may
-    instantiate, as Amaranth's vendor platforms do.
-
-    Parameters
-    ----------
-    family : str
-        ``"ecp5"``, or any other name for portable logic.
-    """
-
-    def __init__(self, family):
-        self.family = family
-
-    def __repr__(self):
-        return f"Target({self.family!r})"
-
-
-def uses_ecp5_dsp(platform):
-    """True when cores elaborated for ``platform`` instantiate ECP5 DSP blocks."""
-    return getattr(platform, "family", None) == "ecp5"
 
 
 class PipelinedMultiplier(wiring.Component):
@@ -86,7 +64,7 @@ class PipelinedMultiplier(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if uses_ecp5_dsp(platform):
+        if is_ecp5(platform):
             self._ecp5_block(m)
             return m
         x = Signal(signed(self._width), reset_less=True)

@@ -8,7 +8,7 @@ logic (in a routed 16-PE accelerator, 7 ns of a 13 ns critical path were that fa
 its consumer: the broadcast is then a flip-flop to flip-flop path with a whole cycle to cross
 the array, and nothing after it is shared.
 
-On the ECP5 (a platform whose ``family`` is ``"ecp5"``, see :func:`hdl.dsp.uses_ecp5_dsp`) each
+On the ECP5 (a platform whose ``family`` is ``"ecp5"``, see :func:`hdl.target.is_ecp5`) each
 bit of each copy is a Lattice flip-flop primitive (``FD1P3AX``, or ``FD1P3IX`` with the domain's
 synchronous reset), which Yosys does not merge; elsewhere, simulation included, the copies are
 plain registers of the same behaviour. The primitives' simulation model is
@@ -19,8 +19,8 @@ from amaranth.hdl import ClockSignal, Instance, Module, ResetSignal, Signal, uns
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .dsp import uses_ecp5_dsp
 from .params import check_int
+from .target import is_ecp5
 
 __all__ = ["Replicas"]
 
@@ -60,7 +60,7 @@ class Replicas(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for k in range(self._copies):
-            if uses_ecp5_dsp(platform):
+            if is_ecp5(platform):
                 self._ecp5_copy(m, k)
             else:
                 copy = Signal(self._width, name=f"copy{k}", reset_less=not self._reset)

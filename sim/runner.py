@@ -32,7 +32,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.dsp import Target
+from hdl.target import Target
 
 from .toolchain import BUILD_ROOT, PROJECT_ROOT, use_tool_env
 
@@ -45,7 +45,7 @@ SIMULATORS = ("icarus", "verilator")
 _HDL_SOURCES = ("hdl", "hls_ref", "sim/runner.py")
 
 #: Simulation models of the vendor primitives a target's build instantiates (see
-#: :class:`hdl.dsp.Target`), compiled with the generated Verilog.
+#: :class:`hdl.target.Target`), compiled with the generated Verilog.
 TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v", "sim/models/ecp5_ff.v")}
 
 
@@ -66,7 +66,7 @@ class Design:
     params : dict
         Keyword arguments of ``factory``; JSON-serialisable.
     target : str or None
-        FPGA family the component is elaborated for (:class:`hdl.dsp.Target`), so that the
+        FPGA family the component is elaborated for (:class:`hdl.target.Target`), so that the
         netlist a synthesis run gets is the one simulated, with the vendor primitives'
         models of :data:`TARGET_MODELS`; None for the portable description.
     """

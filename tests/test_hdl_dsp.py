@@ -10,7 +10,8 @@ import pytest
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
-from hdl.dsp import ECP5_DSP_WIDTH, PipelinedMultiplier, Target, uses_ecp5_dsp
+from hdl.dsp import ECP5_DSP_WIDTH, PipelinedMultiplier
+from hdl.target import Target, is_ecp5
 from tests.fragments import instances
 
 
@@ -68,9 +69,9 @@ def test_ecp5_form_is_one_mult18x18d_with_its_own_registers():
 
 
 def test_other_targets_get_the_portable_form():
-    assert uses_ecp5_dsp(Target("ecp5"))
+    assert is_ecp5(Target("ecp5"))
     for platform in (None, Target("ice40"), object()):
-        assert not uses_ecp5_dsp(platform)
+        assert not is_ecp5(platform)
         fragment = Fragment.get(PipelinedMultiplier(9), platform)
         assert not list(instances(fragment))
 

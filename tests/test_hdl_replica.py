@@ -16,8 +16,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hdl.dsp import Target
 from hdl.replica import Replicas
+from hdl.target import Target
 from tests.fragments import instances
 
 
