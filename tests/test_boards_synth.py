@@ -1,6 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The out-of-context synthesis harness and flow."""
 
+import pytest
 from amaranth.back import rtlil
 
 from boards.harness import SynthHarness
@@ -64,3 +65,29 @@ def test_nextpnr_utilisation_is_read_from_the_log():
            "\nInfo: Placed 0 cells based on constraints.\n")
     assert _utilisation(log) == {"ICESTORM_LC": (22514, 5280), "ICESTORM_RAM": (48, 30),
                                  "ICESTORM_SPRAM": (0, 4)}
+
+
+def test_a_route_that_runs_out_of_time_is_reported_not_waited_for(tmp_path, monkeypatch):
+    import boards.synth as synth
+
+    monkeypatch.setattr(synth, "BUILD_ROOT", tmp_path)
+    with pytest.raises(ValueError, match="route_minutes"):
+        synth.synthesize("st_mul", "ecp5-85f", route_minutes=0)
+    result = synth.synthesize("st_mul", "ecp5-85f", route_minutes=0.001)
+    assert result.fmax_mhz is None and result.route_limit_min == 0.001
+    assert result.note.startswith("not routed in 0.001 min")
+    assert result.resources["LUT"] > 0  # from Yosys when nextpnr had not packed yet
+    assert "| - |" in synth.format_table([result])
+    (work,) = tmp_path.glob("synth/st_mul-ecp5-85f-*")
+    assert "stopped after" in (work / "flow.log").read_text()
+    # the same limit reuses the result; a longer one builds again
+    assert synth.synthesize("st_mul", "ecp5-85f", route_minutes=0.001) == result
+    again = synth.synthesize("st_mul", "ecp5-85f", route_minutes=0.002)
+    assert again.route_limit_min == 0.002
+
+
+def test_readme_states_the_route_limit():
+    from boards.synth import ROUTE_MINUTES
+    from sim.toolchain import PROJECT_ROOT
+
+    assert f"nextpnr gets {ROUTE_MINUTES} min per block" in (PROJECT_ROOT / "README.md").read_text()
