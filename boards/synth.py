@@ -163,7 +163,7 @@ def _run(args, cwd, log, timeout=None):
                                   stderr=subprocess.STDOUT, check=False,
                                   timeout=timeout).returncode
         except subprocess.TimeoutExpired:
-            stream.write(f"\nstopped after {timeout:.0f} s\n")
+            stream.write(f"\nstopped after {timeout:g} s\n")
             return None
 
 
@@ -288,7 +288,8 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES):
         overused = re.search(r"Design uses (\d+)/(\d+) ([\w_]+)", text)
         if code is None:
             limit = route_minutes
-            note = f"not routed in {route_minutes:g} min (nextpnr stopped; resources as packed)"
+            note = (f"not routed in {route_minutes:g} min (nextpnr stopped; resources as "
+                    f"packed, or from Yosys if it stopped before packing)")
         elif over:
             note = f"does not fit: {', '.join(over)}"
         elif exhausted:
