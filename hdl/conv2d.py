@@ -47,6 +47,7 @@ from .dma import BEAT_BYTES, Dma, dma_request_layout
 from .loaders import InputLoader, QuantLoader, WeightLoader
 from .plm import InputPLM
 from .register_slice import RegisterSlice
+from .replica import Replicas
 from .store import StoreUnit, store_config_layout, store_quant_layout
 
 __all__ = ["Conv2DAccelerator", "conv2d_accelerator", "descriptor_layout"]
@@ -219,9 +220,10 @@ class Conv2DAccelerator(wiring.Component):
         # --- command records between the stages ---------------------------------------------
         layout = _command_layout(in_words)
         dec = Signal(layout)             # front end: the command being checked and loaded
-        pend = Signal(layout)            # loaded, waiting for the core
+        # (no reset: a record matters only while its flag says it is there)
+        pend = Signal(layout, reset_less=True)   # loaded, waiting for the core
         pend_valid = Signal()
-        comp = Signal(layout)            # in the core
+        comp = Signal(layout, reset_less=True)   # in the core
         comp_active = Signal()           # from core start until handed to the store stage
         comp_finished = Signal()         # the core is done; waiting for room in the store queue
         core_go = Signal()
@@ -652,27 +654,32 @@ class Conv2DAccelerator(wiring.Component):
             x_loader.start.eq(load_start),
             w_loader.start.eq(load_start),
         ]
-        # The quantization loaders clear every register of their bank on start: a fan-out of
-        # over a thousand flip-flops, so the pulse comes from a register, a cycle late. Their
-        # first beat is far behind it: it is requested after the input and weight requests.
-        q_start = Signal(2)
-        m.d.sync += q_start.eq(Mux(load_start & load_q, Mux(f_bank, 0b10, 0b01), 0))
-        m.d.comb += [q_loaders[k].start.eq(q_start[k]) for k in range(2)]
+        m.d.comb += [q_loaders[k].start.eq(load_start & load_q & (f_bank == k))
+                     for k in range(2)]
 
         # --- compute stage --------------------------------------------------------------------
         target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
         op_bank = comp.core.in_bank
-        m.d.comb += [
-            core.start.eq(core_go),
-            core.cmd.eq(comp.core),
-            core.bias.eq(Mux(op_bank, q_regs[1].bias, q_regs[0].bias)),
-        ]
+        comp_load = Signal()
+        m.d.comb += comp_load.eq(pend_valid & ~comp_active & ~write_fail
+                                 & ~acc_busy.bit_select(target_acc, 1))
+        # The computed command's operand and accumulator banks select each PE's bias, partial
+        # sums and requantization parameters: hundreds of bits each, so the two bank bits are
+        # loaded with ``comp`` once per PE (copy 0 also serves the per-tile fields).
+        m.submodules.comp_banks = comp_banks = Replicas(2, pes)
+        m.d.comb += [comp_banks.d.eq(Cat(pend.core.in_bank, target_acc)),
+                     comp_banks.enable.eq(comp_load)]
+        comp_in_bank = [comp_banks.q[pe][0] for pe in range(pes)]
+        comp_acc_bank = [comp_banks.q[pe][1] for pe in range(pes)]
+        m.d.comb += [core.start.eq(core_go), core.cmd.eq(comp.core)]
+        m.d.comb += [core.bias[pe].eq(Mux(comp_in_bank[pe], q_regs[1].bias[pe],
+                                          q_regs[0].bias[pe])) for pe in range(pes)]
         m.d.sync += core_go.eq(0)
         with m.If(pend_valid & ~comp_active):
             with m.If(write_fail):
                 # a failed store: later commands are dropped unrun
                 m.d.sync += pend_valid.eq(0)
-            with m.Elif(~acc_busy.bit_select(target_acc, 1)):
+            with m.Elif(comp_load):
                 m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc),
                              acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
                              core_go.eq(1)]
@@ -693,29 +700,42 @@ class Conv2DAccelerator(wiring.Component):
             stores.w_en.eq(handoff),
         ]
         # the computed command's requantization parameters, from its operand bank
-        store_q = [Signal(store_quant_layout(pes), name=f"store_q{k}") for k in range(2)]
+        store_q = [Signal(store_quant_layout(pes), name=f"store_q{k}", reset_less=True)
+                   for k in range(2)]
         done_q = Signal(store_quant_layout(pes))
-        q = data.View(q_regs[0].shape(), Mux(op_bank, q_regs[1], q_regs[0]))
+        q = data.View(q_regs[0].shape(), Mux(comp_in_bank[0], q_regs[1], q_regs[0]))
         m.d.comb += [
             done_q.zero_point.eq(q.zero_point),
             done_q.low.eq(Mux(comp.relu & (q.zero_point > q.act_min), q.zero_point,
                               q.act_min)),
             done_q.high.eq(q.act_max),
-            done_q.multiplier.eq(q.multiplier),
-            done_q.shift.eq(q.shift),
         ]
+        for pe in range(pes):
+            m.d.comb += [
+                done_q.multiplier[pe].eq(Mux(comp_in_bank[pe], q_regs[1].multiplier[pe],
+                                             q_regs[0].multiplier[pe])),
+                done_q.shift[pe].eq(Mux(comp_in_bank[pe], q_regs[1].shift[pe],
+                                        q_regs[0].shift[pe])),
+            ]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
-        # The copy is made the cycle after the core starts, from a register (its enable fans
-        # out to every parameter bit of a bank). The store unit does not read that bank's set
-        # then: the core computes into an accumulator bank only once the store has released
-        # it, and the operand bank's parameters stay loaded until the hand-off.
-        q_copy = Signal(2)
-        m.d.sync += q_copy.eq(Mux(core_go & comp.q_flag,
-                                  Mux(comp.core.acc_bank, 0b10, 0b01), 0))
+        # The copy is made the cycle after the core starts, from a register per PE (an enable
+        # of every parameter bit of a bank; copy 0 also enables the per-tile fields). The store
+        # unit does not read that bank's set then: the core computes into an accumulator bank
+        # only once the store has released it, and the operand bank's parameters stay loaded
+        # until the hand-off.
+        m.submodules.q_copy = q_copy = Replicas(2, pes)
+        m.d.comb += [q_copy.d.eq(Mux(core_go & comp.q_flag,
+                                     Mux(comp.core.acc_bank, 0b10, 0b01), 0)),
+                     q_copy.enable.eq(1)]
         for k in range(2):
-            with m.If(q_copy[k]):
-                m.d.sync += store_q[k].eq(done_q)
+            with m.If(q_copy.q[0][k]):
+                m.d.sync += [store_q[k].zero_point.eq(done_q.zero_point),
+                             store_q[k].low.eq(done_q.low), store_q[k].high.eq(done_q.high)]
+            for pe in range(pes):
+                with m.If(q_copy.q[pe][k]):
+                    m.d.sync += [store_q[k].multiplier[pe].eq(done_q.multiplier[pe]),
+                                 store_q[k].shift[pe].eq(done_q.shift[pe])]
 
         # --- store stage ----------------------------------------------------------------------
         head = data.View(_store_record_layout(), stores.r_data)
@@ -725,7 +745,6 @@ class Conv2DAccelerator(wiring.Component):
         m.d.comb += [
             store.start.eq(st_go),
             store.cfg.eq(st.store),
-            store.q.eq(Mux(st.store.acc_bank, store_q[1], store_q[0])),
             dma.wr_req.valid.eq(st_req_valid),
             dma.wr_req.payload.eq(st.store_req),
             dma.wr_data.valid.eq(store.beats.valid),
@@ -739,6 +758,21 @@ class Conv2DAccelerator(wiring.Component):
         retire = Signal()                # a command completes (in list order)
         store_next = Signal()            # the store queue's head is stored now
         store_release = Signal()         # the store unit has read its accumulator bank
+        # the stored command's accumulator bank selects each PE's sums and parameters: a copy
+        # of the bit per PE, loaded with ``st`` (copy 0 also serves the per-tile fields)
+        m.submodules.st_banks = st_banks = Replicas(1, pes)
+        m.d.comb += [st_banks.d.eq(head.store.acc_bank), st_banks.enable.eq(store_next)]
+        st_acc_bank = [st_banks.q[pe] for pe in range(pes)]
+        st_q = data.View(store_quant_layout(pes), Mux(st_acc_bank[0], store_q[1], store_q[0]))
+        m.d.comb += [store.q.zero_point.eq(st_q.zero_point), store.q.low.eq(st_q.low),
+                     store.q.high.eq(st_q.high)]
+        for pe in range(pes):
+            m.d.comb += [
+                store.q.multiplier[pe].eq(Mux(st_acc_bank[pe], store_q[1].multiplier[pe],
+                                              store_q[0].multiplier[pe])),
+                store.q.shift[pe].eq(Mux(st_acc_bank[pe], store_q[1].shift[pe],
+                                         store_q[0].shift[pe])),
+            ]
         with m.FSM(name="store_stage") as store_fsm:
             with m.State("IDLE"):
                 with m.If(store_next):
@@ -796,10 +830,13 @@ class Conv2DAccelerator(wiring.Component):
                 wr.en.eq(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)),
             ]
             acc_reads.append(rd.data)
-        m.d.comb += [
-            core.acc_rd.data.eq(Mux(comp.core.acc_bank, acc_reads[1], acc_reads[0])),
-            store.acc_rd.data.eq(Mux(st.store.acc_bank, acc_reads[1], acc_reads[0])),
-        ]
+        for pe in range(pes):
+            m.d.comb += [
+                core.acc_rd.data[pe].eq(Mux(comp_acc_bank[pe], acc_reads[1][pe],
+                                            acc_reads[0][pe])),
+                store.acc_rd.data[pe].eq(Mux(st_acc_bank[pe], acc_reads[1][pe],
+                                             acc_reads[0][pe])),
+            ]
 
         # --- end of the list --------------------------------------------------------------------
         drained = (front.ongoing("STOPPED") & ~pend_valid & ~comp_active & ~stores.r_rdy

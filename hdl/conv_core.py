@@ -31,6 +31,7 @@ from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .params import check_int
 from .pe import PERow
+from .replica import Replicas
 from .st_multiplier import MAX_STAGES
 
 __all__ = ["ACC_BITS", "ConvCore", "core_command_layout"]
@@ -276,7 +277,7 @@ class ConvCore(wiring.Component):
             valid_b, padded_b, clear_b, last_b = delayed
         # the operands are registered before the PE row: the block RAMs' clock-to-output delay
         # and the lane and pad multiplexers would otherwise add to the multipliers' first stage
-        operands = Signal.like(pe_row.i.payload)
+        operands = Signal.like(pe_row.i.payload, reset_less=True)
         valid_op = Signal()
         m.d.sync += [
             valid_op.eq(valid_b),
@@ -299,7 +300,7 @@ class ConvCore(wiring.Component):
         # would otherwise be one path. Each pixel is read once and written once per command and
         # the next command starts after ``done``, so no read can see a write still in flight.
         pixel = Signal(acc_bits)                 # output pixel of the next PE-row sum
-        sums_c = Signal.like(pe_row.o.payload)
+        sums_c = Signal.like(pe_row.o.payload, reset_less=True)
         valid_c = Signal()
         pixel_c = Signal(acc_bits)
         # read every cycle: the address holds until the next sum, so the data is the partial
@@ -312,12 +313,18 @@ class ConvCore(wiring.Component):
                      pixel_c.eq(pixel)]
         with m.If(pe_row.o.valid):
             m.d.sync += pixel.eq(pixel + 1)
-        sums_d = Signal.like(sums_c)
-        base_d = Signal.like(self.acc_wr.data)
+        sums_d = Signal.like(sums_c, reset_less=True)
+        base_d = Signal.like(self.acc_wr.data, reset_less=True)
         valid_d = Signal()
         pixel_d = Signal(acc_bits)
-        m.d.sync += [valid_d.eq(valid_c), sums_d.eq(sums_c), pixel_d.eq(pixel_c),
-                     base_d.eq(Mux(cmd.acc_flag, self.acc_rd.data, self.bias))]
+        m.d.sync += [valid_d.eq(valid_c), sums_d.eq(sums_c), pixel_d.eq(pixel_c)]
+        # Whether to add the partial sum or the bias is a flag of the command that selects
+        # every bit of every sum: one copy per PE (registered at the start; the first sum
+        # comes many cycles later), so no single flip-flop drives 32 x ``pes`` selects.
+        m.submodules.acc_flags = acc_flags = Replicas(1, self._pes)
+        m.d.comb += [acc_flags.d.eq(cmd.acc_flag), acc_flags.enable.eq(self.start & ~active)]
+        for pe in range(self._pes):
+            m.d.sync += base_d[pe].eq(Mux(acc_flags.q[pe], self.acc_rd.data[pe], self.bias[pe]))
         total = Signal.like(self.acc_wr.data)
         for pe in range(self._pes):
             m.d.comb += total[pe].eq(base_d[pe] + sums_d[pe])

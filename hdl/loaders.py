@@ -25,6 +25,7 @@ from hls_ref.precision import OPERAND_WIDTH
 from .dma import dma_read_data_layout
 from .params import check_int
 from .plm import LANES, input_write_layout
+from .replica import Replicas
 
 __all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_loader_config",
            "quant_registers_layout"]
@@ -204,7 +205,9 @@ class QuantLoader(wiring.Component):
     Members
     -------
     start : ``In(1)``
-        Pulse: clear the registers; the next beats are a block.
+        Pulse: the next beats are a block. The registers read as zero from the second cycle
+        after it on, except for what those beats have written (a beat the cycle after
+        ``start`` is kept).
     beats : ``In(stream.Signature(dma_read_data_layout()))``
     q : ``Out(quant_registers_layout(pes))``
     done : ``Out(1)``
@@ -221,11 +224,26 @@ class QuantLoader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        q, beat = self.q, self.beats.payload
+        beat = self.beats.payload
+        # no reset: the registers matter only after a block (whose start clears them)
+        q = Signal(quant_registers_layout(self._pes), reset_less=True)
         index = Signal(10)                       # beat of the block
-        m.d.comb += [self.beats.ready.eq(1), self.done.eq(self.beats.valid & beat.last)]
+        m.d.comb += [self.q.eq(q), self.beats.ready.eq(1),
+                     self.done.eq(self.beats.valid & beat.last)]
+        # Clearing reaches every register (over a thousand flip-flops for 16 PEs), so it is
+        # done a cycle after ``start`` by a copy of the pulse per PE (and one for the block's
+        # header fields): no single net fans out to all of them. A beat written in that cycle
+        # is assigned after the clear and so overrides it.
+        m.submodules.clear = clear = Replicas(1, self._pes + 1)
+        m.d.comb += [clear.d.eq(self.start), clear.enable.eq(1)]
+        with m.If(clear.q[self._pes]):
+            m.d.sync += [q.zero_point.eq(0), q.act_min.eq(0), q.act_max.eq(0), q.double.eq(0),
+                         q.channels.eq(0)]
+        for pe in range(self._pes):
+            with m.If(clear.q[pe]):
+                m.d.sync += [q.bias[pe].eq(0), q.multiplier[pe].eq(0), q.shift[pe].eq(0)]
         with m.If(self.start):
-            m.d.sync += [index.eq(0), q.eq(0)]
+            m.d.sync += index.eq(0)
         with m.Elif(self.beats.valid):
             m.d.sync += index.eq(index + 1)
             d = beat.data

@@ -130,7 +130,7 @@ class ProcessingElement(_PEParameters, wiring.Component):
         product = multiplier.o.payload.product
         clear = multiplier.o.payload.user[0]
         last = multiplier.o.payload.user[1]
-        acc = Signal(signed(self._acc_width))
+        acc = Signal(signed(self._acc_width), reset_less=True)   # cleared by ``clear``
         total = Signal(signed(self._acc_width))
         m.d.comb += total.eq(Mux(clear, 0, acc) + product)
 

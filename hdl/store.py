@@ -17,12 +17,13 @@ ready chain: the requantizer never stalls (elements are decided only against cre
 FIFO behind it), and the DMA writer's ready reaches only that FIFO's read side.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from .params import check_int
+from .replica import Replicas
 from .requant import Requantizer
 
 __all__ = ["StoreUnit", "store_config_layout", "store_quant_layout"]
@@ -189,7 +190,7 @@ class StoreUnit(wiring.Component):
         # the low bits of k select a PE: k >= pes implies k >= out_c (out_c <= pes), so such
         # an element is a zero filler whatever it selects.
         sel_bits = _bits(self._pes)
-        sums = Signal.like(self.acc_rd.data)
+        sums = Signal.like(self.acc_rd.data, reset_less=True)
         m.d.sync += sums.eq(self.acc_rd.data)
         decided = [(issue, k[:sel_bits], flags)]
         for n in range(2):
@@ -198,11 +199,21 @@ class StoreUnit(wiring.Component):
                       Signal(_FLAGS, name=f"flags_d{n + 1}"))
             m.d.sync += [staged[0].eq(valid), staged[1].eq(sel), staged[2].eq(user)]
             decided.append(staged)
-        selected, sel, sel_flags = decided[-1]
+        selected, _, sel_flags = decided[-1]
+        # The PE select drives a ``pes``-to-1 multiplexer per selected bit (70 of them): it is
+        # registered once per byte of the selection, beside ``sel_d2``'s stage, so no select
+        # flip-flop drives more than a byte's multiplexers.
+        _, sel_d1, _ = decided[1]
+        selections = [(sums, "acc", _ACC), (q.multiplier, "multiplier", 31),
+                      (q.shift, "shift", 8)]
+        slices = [(source, field, lo, min(lo + 8, width))
+                  for source, field, width in selections for lo in range(0, width, 8)]
+        m.submodules.sel_copies = sel_copies = Replicas(sel_bits, len(slices))
+        m.d.comb += [sel_copies.d.eq(sel_d1), sel_copies.enable.eq(1)]
 
         # the element register: the requantizer's operands
         element_valid = Signal()
-        element = Signal(rq.input_layout)
+        element = Signal(rq.input_layout, reset_less=True)
         m.d.sync += element_valid.eq(selected)
         with m.If(selected):
             m.d.sync += [
@@ -210,10 +221,10 @@ class StoreUnit(wiring.Component):
                 element.low.eq(q.low),
                 element.high.eq(q.high),
                 element.user.eq(sel_flags),
-                element.acc.eq(sums[sel]),
-                element.multiplier.eq(q.multiplier[sel]),
-                element.shift.eq(q.shift[sel]),
             ]
+            for copy, (source, field, lo, hi) in enumerate(slices):
+                picked = source[sel_copies.q[copy]]
+                m.d.sync += getattr(element, field)[lo:hi].eq(Value.cast(picked)[lo:hi])
         m.d.comb += [
             rq.i.valid.eq(element_valid),
             rq.i.payload.eq(element),

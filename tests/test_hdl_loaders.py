@@ -161,31 +161,40 @@ def test_weight_loader_writes_pe_rows(pes):
 
 
 def test_quant_loader_registers():
+    """Blocks of several sizes, one after another into the same registers: each reads back
+    exactly, channels beyond it as zero (no parameter of a larger block before it is left),
+    also when a block's first beat comes the cycle after ``start`` (the clear is a cycle late,
+    per PE, and the beat written in that cycle must survive it)."""
     rng = np.random.default_rng(2)
     pes = 16
-    for channels in (1, 7, 16):
-        qb = QuantBlock(-3, -100, 90, rng.integers(-1 << 31, 1 << 31, channels),
+    blocks = []
+    for channels in (16, 1, 7, 5, 16, 9):
+        qb = QuantBlock(channels - 3, -7 * channels, 11 * channels,
+                        rng.integers(-1 << 31, 1 << 31, channels),
                         rng.integers(1 << 30, 1 << 31, channels), rng.integers(-31, 31, channels))
         image = np.zeros(8 * (2 + 2 * channels), np.uint8)
         image[8:] = qb.pack().view(np.uint8)
-        beats = request_beats(image, DmaRequest(8, 8 * (1 + 2 * channels)))
-        dut = QuantLoader(pes=pes)
+        blocks.append((qb, request_beats(image, DmaRequest(8, 8 * (1 + 2 * channels)))))
+    dut = QuantLoader(pes=pes)
 
-        async def bench(ctx, beats=beats, qb=qb, channels=channels, dut=dut):
+    async def bench(ctx):
+        for number, (qb, beats) in enumerate(blocks):
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
-            await feed(ctx, dut.beats, beats, random.Random(channels))
+            # odd blocks: the first beat right after the start, no idle cycles
+            await feed(ctx, dut.beats, beats, random.Random(number), idle=0.3 * (number % 2 == 0))
             await ctx.tick()
             q = ctx.get(dut.q)
+            channels = len(qb.bias)
             assert (q.zero_point, q.act_min, q.act_max, q.double, q.channels) == (
-                -3, -100, 90, 0, channels)
+                channels - 3, -7 * channels, 11 * channels, 0, channels), number
             zeros = [0] * (pes - channels)
             assert list(q.bias) == [int(v) for v in qb.bias] + zeros
             assert list(q.multiplier) == [int(v) for v in qb.multiplier] + zeros
             assert list(q.shift) == [int(v) for v in qb.shift] + zeros
 
-        sim = Simulator(dut)
-        sim.add_clock(1e-8)
-        sim.add_testbench(bench)
-        sim.run()
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
