@@ -188,9 +188,10 @@ class Conv2DAccelerator(wiring.Component):
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
                                             stages=self._pe_stages, dsp=config.pe_dsp,
-                                            in_latency=in_plm.read_latency)
+                                            in_latency=in_plm.read_latency, acc_latency=2)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
-                                               requant_stages=self._requant_stages)
+                                               requant_stages=self._requant_stages,
+                                               acc_latency=2)
         m.submodules.in_loader = x_loader = InputLoader(words=in_words)
         m.submodules.w_loader = w_loader = WeightLoader(pes=pes, rows=w_rows)
         q_loaders = [QuantLoader(pes=pes) for _ in range(2)]
@@ -829,7 +830,13 @@ class Conv2DAccelerator(wiring.Component):
                 wr.data.eq(core.acc_wr.data),
                 wr.en.eq(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)),
             ]
-            acc_reads.append(rd.data)
+            # The read data is registered straight out of the block RAMs (their 5.6 ns
+            # clock-to-output would otherwise meet the bank and bias multiplexers in the
+            # same cycle): the core and the store unit take their data two cycles after the
+            # address.
+            read = Signal.like(rd.data, name=f"acc_read{k}", reset_less=True)
+            m.d.sync += read.eq(rd.data)
+            acc_reads.append(read)
         for pe in range(pes):
             m.d.comb += [
                 core.acc_rd.data[pe].eq(Mux(comp_acc_bank[pe], acc_reads[1][pe],

@@ -110,11 +110,14 @@ class ConvCore(wiring.Component):
         Weight PLM, ``pes`` words, bank bit on top of the row address; the row arrives the
         cycle after its address (with ``in_latency`` 2 the core registers it once more).
     acc_rd, acc_wr : ``In(ReadPort.Signature)``, ``In(WritePort.Signature)``
-        Accumulator PLM, ``pes`` sums, bank bit on top of the row address.
+        Accumulator PLM, ``pes`` sums, bank bit on top of the row address; the read data
+        arrives ``acc_latency`` cycles (1 or 2) after its address (the core adds a cycle to
+        its accumulate stage with 2).
     """
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
-                 precisions=tuple(Precision), stages=2, dsp=False, in_latency=1):
+                 precisions=tuple(Precision), stages=2, dsp=False, in_latency=1,
+                 acc_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
@@ -123,6 +126,7 @@ class ConvCore(wiring.Component):
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._dsp = dsp
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
+        self._acc_latency = check_int("acc_latency", acc_latency, minimum=1, maximum=2)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
         super().__init__({
@@ -149,6 +153,11 @@ class ConvCore(wiring.Component):
     def in_latency(self):
         """Cycles from an input PLM address to its word (1 or 2)."""
         return self._in_latency
+
+    @property
+    def acc_latency(self):
+        """Cycles from an accumulator PLM read address to its data (1 or 2)."""
+        return self._acc_latency
 
     def elaborate(self, platform):
         m = Module()
@@ -313,6 +322,13 @@ class ConvCore(wiring.Component):
                      pixel_c.eq(pixel)]
         with m.If(pe_row.o.valid):
             m.d.sync += pixel.eq(pixel + 1)
+        if self._acc_latency == 2:
+            # a registered accumulator PLM: the sums wait a cycle more for their partial sums
+            delayed = (Signal.like(valid_c, name="valid_c2"),
+                       Signal.like(sums_c, name="sums_c2", reset_less=True),
+                       Signal.like(pixel_c, name="pixel_c2"))
+            m.d.sync += [d.eq(s) for d, s in zip(delayed, (valid_c, sums_c, pixel_c))]
+            valid_c, sums_c, pixel_c = delayed
         sums_d = Signal.like(sums_c, reset_less=True)
         base_d = Signal.like(self.acc_wr.data, reset_less=True)
         valid_d = Signal()

@@ -106,8 +106,14 @@ class InputLoader(wiring.Component):
             m.d.comb += left_5.eq(Mux(left[5:].any(), 31, left[:5]))
             need = Signal(5)
             m.d.comb += need.eq(Mux(left_5 < in_beat, left_5, in_beat))
+            # The beat is taken once at most four of its pixels are left to write, that is
+            # min(left, in_beat) <= 4. ``take`` is the DMA read slice's ready (and so the
+            # enable of its registers), so it is formed without the subtractions above: the
+            # pixels of the beat are at most 4 * (sub + 1) exactly when in_beat <= 4.
+            pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)
             m.d.comb += [count.eq(Mux(need[2:].any(), 4, need)),
-                         take.eq(~need[3:].any() & (need[:3] <= 4))]
+                         take.eq((~left[3:].any() & (left[:3] <= 4))
+                                 | (pixels <= (sub + 1) * 4))]
             for k in range(LANES):
                 nibble = beat.data.word_select(first + k, 4)
                 byte = beat.data.word_select(first + k, 8)
@@ -205,9 +211,9 @@ class QuantLoader(wiring.Component):
     Members
     -------
     start : ``In(1)``
-        Pulse: the next beats are a block. The registers read as zero from the second cycle
-        after it on, except for what those beats have written (a beat the cycle after
-        ``start`` is kept).
+        Pulse: the beats from the next cycle on are a block. The registers read as zero from
+        the second cycle after it on, except for what those beats have written (a beat the
+        cycle after ``start`` is kept).
     beats : ``In(stream.Signature(dma_read_data_layout()))``
     q : ``Out(quant_registers_layout(pes))``
     done : ``Out(1)``
@@ -246,6 +252,9 @@ class QuantLoader(wiring.Component):
             m.d.sync += index.eq(0)
         with m.Elif(self.beats.valid):
             m.d.sync += index.eq(index + 1)
+        # Beats are written whatever ``start`` is, so that it enables none of the registers: a
+        # beat in the cycle of ``start`` (not part of the block) is removed by the clear.
+        with m.If(self.beats.valid):
             d = beat.data
             with m.If(index == 0):
                 m.d.sync += [q.zero_point.eq(d[0:16]), q.act_min.eq(d[16:32]),

@@ -90,6 +90,11 @@ class StoreUnit(wiring.Component):
         Accumulator PLM bank size, rows.
     requant_stages : int
         Pipeline stages of the requantizer.
+    acc_latency : int
+        Cycles from an ``acc_rd`` address to its data: 1 (a block RAM's read port; the unit
+        registers the data before it selects an element) or 2 (the data already comes from a
+        register, which the unit then selects from directly). The latency of the unit is the
+        same either way.
 
     Members
     -------
@@ -100,16 +105,17 @@ class StoreUnit(wiring.Component):
         ``zero_point``, ``low``, ``high`` (the final clamp) and per-PE ``multiplier``, ``shift``.
     acc_rd : ``In(ReadPort.Signature)``
         The accumulator PLM, bank bit on top of the row address; ``en`` is always 1 (the unit
-        relies on the read data following the address).
+        relies on the read data following the address, ``acc_latency`` cycles later).
     beats : ``Out(stream.Signature(64))``
         Lane-aligned beats for the DMA writer.
     busy : ``Out(1)``
         From ``start`` until the last beat has been accepted.
     """
 
-    def __init__(self, *, pes=16, acc_rows=512, requant_stages=None):
+    def __init__(self, *, pes=16, acc_rows=512, requant_stages=None, acc_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._acc_rows = check_int("acc_rows", acc_rows, minimum=1)
+        self._acc_latency = check_int("acc_latency", acc_latency, minimum=1, maximum=2)
         self._requant = ({} if requant_stages is None else {"stages": requant_stages})
         super().__init__({
             "start": In(1),
@@ -120,6 +126,11 @@ class StoreUnit(wiring.Component):
             "beats": Out(stream.Signature(unsigned(64))),
             "busy": Out(1),
         })
+
+    @property
+    def acc_latency(self):
+        """Cycles from an accumulator PLM read address to its data (1 or 2)."""
+        return self._acc_latency
 
     def elaborate(self, platform):
         m = Module()
@@ -190,8 +201,11 @@ class StoreUnit(wiring.Component):
         # the low bits of k select a PE: k >= pes implies k >= out_c (out_c <= pes), so such
         # an element is a zero filler whatever it selects.
         sel_bits = _bits(self._pes)
-        sums = Signal.like(self.acc_rd.data, reset_less=True)
-        m.d.sync += sums.eq(self.acc_rd.data)
+        if self._acc_latency == 1:
+            sums = Signal.like(self.acc_rd.data, reset_less=True)
+            m.d.sync += sums.eq(self.acc_rd.data)
+        else:
+            sums = self.acc_rd.data
         decided = [(issue, k[:sel_bits], flags)]
         for n in range(2):
             valid, sel, user = decided[-1]

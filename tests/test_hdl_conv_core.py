@@ -18,7 +18,8 @@ from hls_ref.invocation import Command, ConvAccelerator, Limits
 class CoreHarness(wiring.Component):
     """The core with plain memories as its PLMs, filled from ``init``; with the core's
     ``in_latency`` 2 the input memory's read data passes a register, as in a registered
-    :class:`hdl.plm.InputPLM`."""
+    :class:`hdl.plm.InputPLM`, and with ``acc_latency`` 2 the accumulator memory's, as in the
+    accelerator."""
 
     def __init__(self, core, in_init, w_init, acc_init):
         self.core = core
@@ -39,7 +40,7 @@ class CoreHarness(wiring.Component):
             setattr(self, f"{name}_mem", mem)
             rd = mem.read_port()
             m.d.comb += [rd.addr.eq(port_sig.addr), rd.en.eq(port_sig.en)]
-            if name == "in" and core.in_latency == 2:
+            if (name, 2) in (("in", core.in_latency), ("acc", core.acc_latency)):
                 m.d.sync += port_sig.data.eq(rd.data)
             else:
                 m.d.comb += port_sig.data.eq(rd.data)
@@ -57,7 +58,7 @@ def pad_word(value, precision):
 
 
 def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks, dsp=False,
-             in_latency=1, pes=4, in_words=512, w_rows=256, acc_rows=128):
+             in_latency=1, acc_latency=1, pes=4, in_words=512, w_rows=256, acc_rows=128):
     """Simulate one command; returns (accumulators (Ho, Wo, P), cycles from start to done,
     MAC cycles)."""
     p = precision
@@ -80,7 +81,7 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
     for r, row in enumerate(flat_prev):
         acc_init[acc_bank * acc_rows + r] = [int(v) for v in row]
     core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows, dsp=dsp,
-                    in_latency=in_latency)
+                    in_latency=in_latency, acc_latency=acc_latency)
     dut = CoreHarness(core, in_init, w_init, acc_init)
     result = {}
 
@@ -157,13 +158,14 @@ def test_core_matches_golden(case, acc_flag):
     # LUT and DSP multipliers alternate, so each case runs on both builds
     dsp = bool((case + acc_flag) % 2)
     in_latency = 1 + case % 2          # a plain and a registered input PLM
+    acc_latency = 1 + (case // 2) % 2  # a plain and a registered accumulator PLM
     got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, dsp=dsp,
-                                 in_latency=in_latency, **kw)
+                                 in_latency=in_latency, acc_latency=acc_latency, **kw)
     want = golden(p, x, w, bias, prev, **kw)
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
     # one MAC per cycle, plus a fixed latency: 3 setup cycles, the PLM read, the operand
     # register, the PE row's input stage, the multipliers' stages and the accumulate stages'
-    # read, register and write
-    assert cycles == macs + 10 + in_latency
+    # read (``acc_latency``), register and write
+    assert cycles == macs + 9 + in_latency + acc_latency

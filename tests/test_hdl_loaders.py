@@ -164,7 +164,8 @@ def test_quant_loader_registers():
     """Blocks of several sizes, one after another into the same registers: each reads back
     exactly, channels beyond it as zero (no parameter of a larger block before it is left),
     also when a block's first beat comes the cycle after ``start`` (the clear is a cycle late,
-    per PE, and the beat written in that cycle must survive it)."""
+    per PE, and the beat written in that cycle must survive it) and when a stray beat comes
+    with ``start``."""
     rng = np.random.default_rng(2)
     pes = 16
     blocks = []
@@ -180,8 +181,13 @@ def test_quant_loader_registers():
     async def bench(ctx):
         for number, (qb, beats) in enumerate(blocks):
             ctx.set(dut.start, 1)
+            if number % 3 == 2:
+                # a stray beat in the cycle of the start is not part of the block
+                ctx.set(dut.beats.payload, dict(beats[1], data=(1 << 64) - 1, last=0))
+                ctx.set(dut.beats.valid, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
+            ctx.set(dut.beats.valid, 0)
             # odd blocks: the first beat right after the start, no idle cycles
             await feed(ctx, dut.beats, beats, random.Random(number), idle=0.3 * (number % 2 == 0))
             await ctx.tick()

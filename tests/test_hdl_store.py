@@ -51,8 +51,11 @@ def apply_beats(image, desc, beats):
 
 
 class StoreHarness(wiring.Component):
-    def __init__(self, pes, rows, init):
-        self.store = StoreUnit(pes=pes, acc_rows=rows)
+    """The store unit over a plain memory; with ``acc_latency`` 2 the read data passes a
+    register, as the accelerator's accumulator PLM does."""
+
+    def __init__(self, pes, rows, init, acc_latency=1):
+        self.store = StoreUnit(pes=pes, acc_rows=rows, acc_latency=acc_latency)
         self.init = init
         super().__init__({})
 
@@ -64,7 +67,11 @@ class StoreHarness(wiring.Component):
         mem.data.init = self.init
         m.submodules.mem = mem
         rd = mem.read_port()
-        m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
+        m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en)]
+        if self.store.acc_latency == 2:
+            m.d.sync += port.data.eq(rd.data)
+        else:
+            m.d.comb += port.data.eq(rd.data)
         return m
 
 
@@ -108,7 +115,7 @@ def test_store_unit_writes_the_golden_image(name, program, pes):
         init = [[0] * pes for _ in range(2 * rows)]
         for r, row in enumerate(acc.reshape(-1, pes)):
             init[bank * rows + r] = [int(v) for v in row]
-        dut = StoreHarness(pes, rows, init)
+        dut = StoreHarness(pes, rows, init, acc_latency=1 + (n // 2) % 2)
         beats = []
 
         async def bench(ctx, dut=dut, desc=desc, bank=bank, beats=beats, mult=mult,
@@ -200,8 +207,9 @@ def test_store_unit_custom_strides(name, program, desc):
     assert np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("acc_latency", [1, 2])
 @pytest.mark.parametrize("out_bits,cout", [(8, 16), (16, 5), (4, 3)])
-def test_store_unit_sends_one_element_per_cycle(out_bits, cout):
+def test_store_unit_sends_one_element_per_cycle(out_bits, cout, acc_latency):
     """With a writer that is always ready, a tile of N elements (out_seg per pixel, fillers
     included) takes N cycles plus a fixed latency: nothing stalls between elements or pixels."""
     rng = np.random.default_rng(out_bits)
@@ -212,7 +220,7 @@ def test_store_unit_sends_one_element_per_cycle(out_bits, cout):
     geo = geometry(desc)
     pes, rows = 16, 64
     elements = geo.out_h * geo.out_w * desc.out_seg
-    dut = StoreHarness(pes, rows, [[0] * pes for _ in range(2 * rows)])
+    dut = StoreHarness(pes, rows, [[0] * pes for _ in range(2 * rows)], acc_latency)
     cycles = []
 
     async def bench(ctx):
@@ -234,6 +242,6 @@ def test_store_unit_sends_one_element_per_cycle(out_bits, cout):
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    # the latency: decision -> PLM read -> sums register -> element register -> requantizer
-    # -> FIFO -> packer -> the last beat's acceptance
+    # the latency: decision -> PLM read -> sums register (or the PLM's own, with acc_latency
+    # 2) -> element register -> requantizer -> FIFO -> packer -> the last beat's acceptance
     assert cycles[0] - elements == STORE_LATENCY, (cycles[0], elements)
