@@ -100,7 +100,8 @@ class Conv2DAccelerator(wiring.Component):
         The build: PEs, PLM banks, limits, precisions (``hls_ref.config``). The register
         map's constants and the hardware checks come from it.
     pe_stages : int
-        Pipeline stages of the ST multipliers (3: the ECP5 timing needs every boundary).
+        Pipeline stages of the ST multipliers (4: the ECP5 timing needs every boundary, the
+        DSP products registered once more in the fabric included).
     requant_stages : int or None
         Pipeline stages of the requantizer (its default if None).
     max_burst, max_outstanding : int
@@ -116,7 +117,7 @@ class Conv2DAccelerator(wiring.Component):
         ``CTRL.irq_enable & (STATUS.done | STATUS.error)``.
     """
 
-    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=3, requant_stages=None,
+    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=4, requant_stages=None,
                  max_burst=16, max_outstanding=4):
         if not isinstance(config, AcceleratorConfig):
             raise TypeError(f"config must be an AcceleratorConfig, not {config!r}")
@@ -263,16 +264,19 @@ class Conv2DAccelerator(wiring.Component):
 
         # counters: cleared by a start, counting while the list runs
         bus = dma.bus
-        # the byte counts of a beat are registered before they are added: the strobes come
-        # from the DMA writer's FIFO head, and the 64-bit adders should not follow it
+        # A beat's strobes are registered before their bytes are counted and added: the
+        # strobes come from the DMA writer's FIFO head through its burst logic, and neither
+        # the count nor the 64-bit adders should follow that in the same cycle.
         read_beat = Signal()
         write_beat = Signal()
-        written = Signal(4)
+        strobes = Signal.like(bus.wstrb)
         m.d.sync += [
             read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
             write_beat.eq(bus.wvalid & bus.wready),
-            written.eq(sum(bus.wstrb[k] for k in range(BEAT_BYTES))),
+            strobes.eq(bus.wstrb),
         ]
+        written = Signal(4)
+        m.d.comb += written.eq(sum(strobes[k] for k in range(BEAT_BYTES)))
         with m.If(start):
             m.d.sync += [c.eq(0) for c in counters.values()]
             m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]

@@ -203,6 +203,15 @@ class ConvCore(wiring.Component):
         m.d.comb += self.busy.eq(active)
         with m.If(self.start & ~active):
             m.d.sync += [setup.eq(1), active.eq(1)]
+        # the loop counters' last values, registered during the setup (``cmd`` holds still):
+        # a subtraction in front of each comparison was the head of the longest path into the
+        # input PLM address
+        end = {}
+        for name, count in (("g", cmd.groups), ("kx", cmd.kernel_w), ("ky", cmd.kernel_h),
+                            ("ox", cmd.out_w), ("oy", cmd.out_h)):
+            end[name] = Signal((count - 1).shape(), name=f"{name}_end")
+            with m.If(setup == 1):
+                m.d.sync += end[name].eq(count - 1)
         with m.If(setup == 1):
             m.d.sync += [row_words.eq(cmd.in_w * cmd.groups),
                          last_pixel.eq(cmd.out_h * cmd.out_w),
@@ -226,11 +235,11 @@ class ConvCore(wiring.Component):
                 setup.eq(0), running.eq(1),
             ]
 
-        last_g = g == cmd.groups - 1
-        last_kx = kx == cmd.kernel_w - 1
-        last_ky = ky == cmd.kernel_h - 1
-        last_ox = ox == cmd.out_w - 1
-        last_oy = oy == cmd.out_h - 1
+        last_g = g == end["g"]
+        last_kx = kx == end["kx"]
+        last_ky = ky == end["ky"]
+        last_ox = ox == end["ox"]
+        last_oy = oy == end["oy"]
         with m.If(running):
             m.d.sync += [g.eq(g + 1), addr.eq(addr + 1), wrow.eq(wrow + 1)]
             with m.If(last_g):

@@ -95,25 +95,19 @@ class InputLoader(wiring.Component):
             for k in range(LANES):
                 m.d.comb += words[k].eq(beat.data.word_select(first + k, OPERAND_WIDTH))
         with m.Else():
-            # pixels 4*sub .. 4*sub+3 of the beat; those that belong (before ``hi`` and
-            # within the row) form a prefix, and the beat is done once at most four remain.
-            # For timing the row counter is compared only through 5 bits: a beat holds at
-            # most 16 pixels, so ``left`` saturated at 31 gives the same minimum.
+            # Pixels 4*sub .. 4*sub+3 of the beat; those that belong (before ``hi`` and within
+            # the row) form a prefix of ``count`` = min(left, pixels - 4*sub, 4) pixels, and the
+            # beat is taken once at most four of its pixels remain, min(left, pixels - 4*sub)
+            # <= 4. Both head long paths (``count`` the address and row counters' adders,
+            # ``take`` the DMA read slice's ready, which enables its registers), so neither
+            # subtracts: pixels - 4*sub is at least 4 exactly when pixels >= 4*sub + 4, and
+            # below that it is the pixels modulo 4.
             first = sub * 4
-            in_beat = Signal(5)                  # pixels of the beat from ``first`` on
-            m.d.comb += in_beat.eq(Mux(cfg.nibble, beat.hi << 1, beat.hi) - first)
-            left_5 = Signal(5)
-            m.d.comb += left_5.eq(Mux(left[5:].any(), 31, left[:5]))
-            need = Signal(5)
-            m.d.comb += need.eq(Mux(left_5 < in_beat, left_5, in_beat))
-            # The beat is taken once at most four of its pixels are left to write, that is
-            # min(left, in_beat) <= 4. ``take`` is the DMA read slice's ready (and so the
-            # enable of its registers), so it is formed without the subtractions above: the
-            # pixels of the beat are at most 4 * (sub + 1) exactly when in_beat <= 4.
-            pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)
-            m.d.comb += [count.eq(Mux(need[2:].any(), 4, need)),
-                         take.eq((~left[3:].any() & (left[:3] <= 4))
-                                 | (pixels <= (sub + 1) * 4))]
+            pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)     # pixels the beat holds
+            left_4 = Mux(left[2:].any(), 4, left[:2])           # min(left, 4)
+            beat_4 = Mux(pixels >= first + 4, 4, pixels[:2])    # min(pixels - first, 4)
+            m.d.comb += [count.eq(Mux(left_4 < beat_4, left_4, beat_4)),
+                         take.eq((~left[3:].any() & (left[:3] <= 4)) | (pixels <= first + 4))]
             for k in range(LANES):
                 nibble = beat.data.word_select(first + k, 4)
                 byte = beat.data.word_select(first + k, 8)

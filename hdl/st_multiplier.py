@@ -12,7 +12,7 @@ from .params import check_int, check_precisions
 __all__ = ["MAX_STAGES", "STMultiplier", "byte_units", "nibble_product"]
 
 #: Largest supported number of pipeline register stages.
-MAX_STAGES = 3
+MAX_STAGES = 4
 
 _NIBBLE = 4
 _NIBBLES = OPERAND_WIDTH // _NIBBLE
@@ -145,9 +145,11 @@ class STMultiplier(wiring.Component):
     precisions : collection of Precision or str
         Configurations the hardware supports (default: all five).
     stages : int
-        Pipeline register stages from input to output, 0 (combinational) to 3. Stage 1 registers
+        Pipeline register stages from input to output, 0 (combinational) to 4. Stage 1 registers
         the output and stage 2 the nibble (or DSP) products; stage 3 registers the partial sums
-        of the LUT build and the DSP operands of the DSP build.
+        of the LUT build and the DSP operands of the DSP build; stage 4 registers the inputs of
+        the LUT build and, in the DSP build, the DSP products once more in the logic fabric
+        (the routing out of the DSP blocks is then a path of its own).
     dsp : bool
         Build several configurations from DSP blocks rather than LUTs (see above).
     user_width : int
@@ -305,7 +307,10 @@ class STMultiplier(wiring.Component):
         if self._dsp and len(self._precisions) > 1:
             product, side = self._byte_datapath(m, payload, side, stage, stage_side, advance)
         else:
-            product, side = self._nibble_datapath(m, payload, side, stage, stage_side)
+            # Stage 4 boundary (LUT build): the inputs.
+            operands = (stage(4, payload.a, "a_s4"), stage(4, payload.b, "b_s4"))
+            side = stage_side(4, side)
+            product, side = self._nibble_datapath(m, *operands, side, stage, stage_side)
 
         # Stage 1 boundary: the output.
         _, user, valid = side
@@ -316,10 +321,11 @@ class STMultiplier(wiring.Component):
         ]
         return m
 
-    def _nibble_datapath(self, m, payload, side, stage, stage_side):
-        """The LUT build (and the single-configuration build): nibble or plain products,
-        registered at stage 2, partial sums at stage 3. Returns ``(product, side)``."""
-        groups, shift_of = self._terms(m, payload.a, payload.b, side[0])
+    def _nibble_datapath(self, m, a, b, side, stage, stage_side):
+        """The LUT build (and the single-configuration build): nibble or plain products of
+        ``a`` and ``b``, registered at stage 2, partial sums at stage 3. Returns
+        ``(product, side)``."""
+        groups, shift_of = self._terms(m, a, b, side[0])
         full_width = max(p.product_bits + shift_of[p] for p in self._precisions)
 
         # Stage 2 boundary: the individual terms.
@@ -383,12 +389,13 @@ class STMultiplier(wiring.Component):
             for k, (x, y) in enumerate(operands):
                 m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(UNIT_OPERAND_WIDTH)
                 m.d.comb += [unit.x.eq(x), unit.y.eq(y), unit.enable.eq(advance)]
-                products.append(unit.product)
+                # Stage 4 boundary: the products again, in the fabric.
+                products.append(stage(4, unit.product, f"u{k}_s4"))
         else:
             # Stage 2 boundary: the products, straight out of the DSP blocks.
             products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
                         for k, (x, y) in enumerate(operands)]
-        side = stage_side(2, stage_side(3, side))
+        side = stage_side(4, stage_side(2, stage_side(3, side)))
 
         # The sum is taken modulo 2**product_width, which holds every result exactly.
         terms = []

@@ -14,10 +14,11 @@ CONFIGURATIONS = {
     "pe_row4_stages3": ("hdl.pe:PERow", {"pes": 4, "stages": 3}),
     "pe_row4_stages3_dsp": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
     "pe_row4_stages3_dsp_ecp5": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
+    "pe_row4_stages4_dsp_ecp5": ("hdl.pe:PERow", {"pes": 4, "stages": 4, "dsp": True}),
 }
 
 #: Configurations elaborated for a target, with its vendor primitives' simulation models.
-TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5"}
+TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5", "pe_row4_stages4_dsp_ecp5": "ecp5"}
 
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))

@@ -8,6 +8,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hdl.pe import PERow, ProcessingElement
+from hdl.st_multiplier import MAX_STAGES
 from hls_ref import Precision, pe_accumulate, st_product
 from sim.streams import stream_get, stream_put
 
@@ -49,7 +50,7 @@ def simulate(dut, transfers, expected_count, seed, idle=0.3, stall=0.3):
 
 
 @pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
-@pytest.mark.parametrize("stages", [0, 1, 2, 3])
+@pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
 def test_pe_accumulates_like_golden_model(stages, dsp):
     rng = np.random.default_rng(10 + stages)
     a, b, code, clear, last = random_sequence(rng, 300, [p.value for p in Precision])
@@ -94,7 +95,7 @@ def test_pe_row_matches_independent_pes(dsp):
     ({"acc_width": 32.0}, r"^acc_width must be an integer, not 32.0$"),
     ({"precisions": ["fp16"]},
      r"^Unknown precision 'fp16'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),
-    ({"stages": -1}, r"^stages must be between 0 and 3, not -1$"),
+    ({"stages": -1}, r"^stages must be between 0 and 4, not -1$"),
     ({"dsp": "yes"}, r"^dsp must be a bool, not 'yes'$"),
 ])
 def test_pe_bad_parameters(kwargs, message):

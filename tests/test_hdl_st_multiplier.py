@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hdl.st_multiplier import STMultiplier, byte_units
+from hdl.st_multiplier import MAX_STAGES, STMultiplier, byte_units
 from hls_ref import Precision, st_product
 from sim.layouts import pack, unpack
 from sim.streams import run_streams
@@ -23,7 +23,7 @@ def run_vectors(dut, vectors, *, seed, idle=0.3, stall=0.3):
 
 
 @pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
-@pytest.mark.parametrize("stages", [0, 1, 2, 3])
+@pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
 def test_random_vectors_all_configurations(stages, dsp):
     rng = np.random.default_rng(stages)
     count = 300
@@ -110,7 +110,7 @@ def test_one_result_per_cycle_without_backpressure(dsp):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"stages": 4}, r"^stages must be between 0 and 3, not 4$"),
+    ({"stages": MAX_STAGES + 1}, r"^stages must be between 0 and 4, not 5$"),
     ({"stages": "2"}, r"^stages must be an integer, not '2'$"),
     ({"user_width": -1}, r"^user_width must be at least 0, not -1$"),
     ({"dsp": 1}, r"^dsp must be a bool, not 1$"),
