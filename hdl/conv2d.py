@@ -69,6 +69,12 @@ def descriptor_layout():
         for name, beat, lsb, width, is_signed, _ in FIELDS})
 
 
+def _per_pe_select(selects, banks):
+    """``[Mux(selects[pe], banks[1][pe], banks[0][pe]) for each pe]``: per-PE elements of one of
+    two banks, each PE's by its own copy of the bank bit (see :class:`hdl.replica.Replicas`)."""
+    return [Mux(select, banks[1][pe], banks[0][pe]) for pe, select in enumerate(selects)]
+
+
 def _command_layout(in_words):
     """A checked command on its way from the front end through compute to the store."""
     return data.StructLayout({
@@ -677,8 +683,8 @@ class Conv2DAccelerator(wiring.Component):
         comp_in_bank = [comp_banks.q[pe][0] for pe in range(pes)]
         comp_acc_bank = [comp_banks.q[pe][1] for pe in range(pes)]
         m.d.comb += [core.start.eq(core_go), core.cmd.eq(comp.core)]
-        m.d.comb += [core.bias[pe].eq(Mux(comp_in_bank[pe], q_regs[1].bias[pe],
-                                          q_regs[0].bias[pe])) for pe in range(pes)]
+        m.d.comb += [core.bias[pe].eq(bias) for pe, bias in
+                     enumerate(_per_pe_select(comp_in_bank, [q.bias for q in q_regs]))]
         m.d.sync += core_go.eq(0)
         with m.If(pend_valid & ~comp_active):
             with m.If(write_fail):
@@ -715,13 +721,9 @@ class Conv2DAccelerator(wiring.Component):
                               q.act_min)),
             done_q.high.eq(q.act_max),
         ]
-        for pe in range(pes):
-            m.d.comb += [
-                done_q.multiplier[pe].eq(Mux(comp_in_bank[pe], q_regs[1].multiplier[pe],
-                                             q_regs[0].multiplier[pe])),
-                done_q.shift[pe].eq(Mux(comp_in_bank[pe], q_regs[1].shift[pe],
-                                        q_regs[0].shift[pe])),
-            ]
+        for field in ("multiplier", "shift"):
+            chosen = _per_pe_select(comp_in_bank, [getattr(q, field) for q in q_regs])
+            m.d.comb += [getattr(done_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
         # The copy is made the cycle after the core starts, from a register per PE (an enable
@@ -771,13 +773,9 @@ class Conv2DAccelerator(wiring.Component):
         st_q = data.View(store_quant_layout(pes), Mux(st_acc_bank[0], store_q[1], store_q[0]))
         m.d.comb += [store.q.zero_point.eq(st_q.zero_point), store.q.low.eq(st_q.low),
                      store.q.high.eq(st_q.high)]
-        for pe in range(pes):
-            m.d.comb += [
-                store.q.multiplier[pe].eq(Mux(st_acc_bank[pe], store_q[1].multiplier[pe],
-                                              store_q[0].multiplier[pe])),
-                store.q.shift[pe].eq(Mux(st_acc_bank[pe], store_q[1].shift[pe],
-                                         store_q[0].shift[pe])),
-            ]
+        for field in ("multiplier", "shift"):
+            chosen = _per_pe_select(st_acc_bank, [getattr(q, field) for q in store_q])
+            m.d.comb += [getattr(store.q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
         with m.FSM(name="store_stage") as store_fsm:
             with m.State("IDLE"):
                 with m.If(store_next):
@@ -841,13 +839,9 @@ class Conv2DAccelerator(wiring.Component):
             read = Signal.like(rd.data, name=f"acc_read{k}", reset_less=True)
             m.d.sync += read.eq(rd.data)
             acc_reads.append(read)
-        for pe in range(pes):
-            m.d.comb += [
-                core.acc_rd.data[pe].eq(Mux(comp_acc_bank[pe], acc_reads[1][pe],
-                                            acc_reads[0][pe])),
-                store.acc_rd.data[pe].eq(Mux(st_acc_bank[pe], acc_reads[1][pe],
-                                             acc_reads[0][pe])),
-            ]
+        for reader, selects in ((core, comp_acc_bank), (store, st_acc_bank)):
+            m.d.comb += [reader.acc_rd.data[pe].eq(v) for pe, v in
+                         enumerate(_per_pe_select(selects, acc_reads))]
 
         # --- end of the list --------------------------------------------------------------------
         drained = (front.ongoing("STOPPED") & ~pend_valid & ~comp_active & ~stores.r_rdy

@@ -206,18 +206,17 @@ class StoreUnit(wiring.Component):
             m.d.sync += sums.eq(self.acc_rd.data)
         else:
             sums = self.acc_rd.data
-        decided = [(issue, k[:sel_bits], flags)]
-        for n in range(2):
-            valid, sel, user = decided[-1]
-            staged = (Signal(name=f"valid_d{n + 1}"), Signal(sel_bits, name=f"sel_d{n + 1}"),
-                      Signal(_FLAGS, name=f"flags_d{n + 1}"))
-            m.d.sync += [staged[0].eq(valid), staged[1].eq(sel), staged[2].eq(user)]
-            decided.append(staged)
-        selected, _, sel_flags = decided[-1]
-        # The PE select drives a ``pes``-to-1 multiplexer per selected bit (70 of them): it is
-        # registered once per byte of the selection, beside ``sel_d2``'s stage, so no select
-        # flip-flop drives more than a byte's multiplexers.
-        _, sel_d1, _ = decided[1]
+        # the decided element's valid and flags wait two cycles; its PE select one, then its
+        # second register is the copies below
+        valid_d1, valid_d2 = Signal(name="valid_d1"), Signal(name="valid_d2")
+        flags_d1, flags_d2 = Signal(_FLAGS, name="flags_d1"), Signal(_FLAGS, name="flags_d2")
+        sel_d1 = Signal(sel_bits)
+        m.d.sync += [valid_d1.eq(issue), valid_d2.eq(valid_d1), flags_d1.eq(flags),
+                     flags_d2.eq(flags_d1), sel_d1.eq(k[:sel_bits])]
+        selected, sel_flags = valid_d2, flags_d2
+        # The PE select drives a ``pes``-to-1 multiplexer per selected bit (70 of them): its
+        # second register is one copy per byte of the selection, so no select flip-flop drives
+        # more than a byte's multiplexers.
         selections = [(sums, "acc", _ACC), (q.multiplier, "multiplier", 31),
                       (q.shift, "shift", 8)]
         slices = [(source, field, lo, min(lo + 8, width))
