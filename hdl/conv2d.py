@@ -23,9 +23,9 @@ commands before it complete (stores included), and the list ends with the error 
 index once the pipeline has drained. A write error response stops every later command.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
@@ -270,19 +270,21 @@ class Conv2DAccelerator(wiring.Component):
 
         # counters: cleared by a start, counting while the list runs
         bus = dma.bus
-        # A beat's strobes are registered before their bytes are counted and added: the
-        # strobes come from the DMA writer's FIFO head through its burst logic, and neither
-        # the count nor the 64-bit adders should follow that in the same cycle.
+        # A beat's strobes are registered, then their count, before it is added: the strobes
+        # come from the DMA writer's FIFO head through its burst logic, and neither the count
+        # nor the 64-bit adders should follow that (or each other) in the same cycle. A list
+        # ends only after its last write response, several cycles after its last beat, so
+        # every beat is counted by then.
         read_beat = Signal()
         write_beat = Signal()
         strobes = Signal.like(bus.wstrb)
+        written = Signal(4)              # bytes of the beat two cycles ago (0 if none)
         m.d.sync += [
             read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
             write_beat.eq(bus.wvalid & bus.wready),
             strobes.eq(bus.wstrb),
+            written.eq(Mux(write_beat, sum(strobes[k] for k in range(BEAT_BYTES)), 0)),
         ]
-        written = Signal(4)
-        m.d.comb += written.eq(sum(strobes[k] for k in range(BEAT_BYTES)))
         with m.If(start):
             m.d.sync += [c.eq(0) for c in counters.values()]
             m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
@@ -292,8 +294,7 @@ class Conv2DAccelerator(wiring.Component):
                 counters["MAC_CYCLES"].eq(counters["MAC_CYCLES"] + core.mac),
                 counters["BYTES_READ"].eq(counters["BYTES_READ"]
                                           + Mux(read_beat, BEAT_BYTES, 0)),
-                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"]
-                                             + Mux(write_beat, written, 0)),
+                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"] + written),
             ]
 
         # --- DMA read side: one request register, beats routed by tag -------------------------
@@ -343,6 +344,7 @@ class Conv2DAccelerator(wiring.Component):
         f_index = Signal(32)
         f_addr = Signal(_ADDR_WIDTH)
         f_count = Signal(32)
+        f_at_end = Signal()              # f_index == f_count (kept with them: a register)
         f_error = Signal()               # the front end stopped on a failing descriptor
         f_code = Signal(8)
         acc_valid = Signal()             # the accumulators hold partial sums of shape acc_h x w
@@ -399,6 +401,7 @@ class Conv2DAccelerator(wiring.Component):
         mul_a = Signal(_MUL_WIDTH)       # registered operands: the multiplier has a cycle
         mul_b = Signal(_MUL_WIDTH)
         mul_phase = Signal()             # 0: operands are registered; 1: the product is kept
+        mul_step = Signal(3)             # which of the products below
         product = Signal(2 * _MUL_WIDTH)
         m.d.comb += product.eq(mul_a * mul_b)
 
@@ -434,14 +437,16 @@ class Conv2DAccelerator(wiring.Component):
         s_seg = Signal(36)
         s_inner = Signal(18)
         row_bytes = ((o_row << o_shift) + 7) >> 3    # registered into o_row_bytes in SEGS
-        segments += [o_row_bytes.eq(row_bytes),
-                     s_seg.eq(Mux(row_mode, row_bytes, seg_bits >> 3)),
+        segments += [o_row_bytes.eq(row_bytes)]
+        # a cycle later (SEGS2), from the registered row size
+        segments2 = [s_seg.eq(Mux(row_mode, o_row_bytes, seg_bits >> 3)),
                      s_inner.eq(Mux(row_mode, 1, out_w))]
         s_ostride = or_bits[3:35]
         s_merge = (s_inner == 1) & (out_h > 1) & (s_ostride == s_seg) \
             & (s_block <= MAX_SEGMENT_BYTES)
 
-        layout_bad = (
+        layout_bad = Signal()            # registered in SEGS2, with its deep comparisons
+        segments2 += [layout_bad.eq(
             ~(words_mode | narrow) | (d.in_c > d.in_pixel_stride)
             | (words_mode & (d.in_addr[0] | (r_bits[:4] != 0)))
             | (narrow & ((d.in_addr[:3] != 0) | (r_bits[:6] != 0)))
@@ -451,8 +456,7 @@ class Conv2DAccelerator(wiring.Component):
             | (row_mode & (((o_row_bytes << 3) > or_bits)
                            | (o_row_bytes > MAX_SEGMENT_BYTES)))
             | (~row_mode & ((op_bits[:3] != 0) | (seg_bits[:3] != 0)
-                            | ((seg_bits >> 3) > MAX_SEGMENT_BYTES)))
-        )
+                            | ((seg_bits >> 3) > MAX_SEGMENT_BYTES))))]
         late_checks = [
             (ErrorCode.INPUT_TOO_LARGE, (hw > in_words) | (x_words > in_words)),
             (ErrorCode.WEIGHTS_TOO_LARGE, w_need > w_rows),
@@ -494,10 +498,11 @@ class Conv2DAccelerator(wiring.Component):
                 with m.If(start):
                     m.d.sync += [f_index.eq(0), f_addr.eq(port("DESC_ADDR", "value")),
                                  f_count.eq(port("DESC_COUNT", "value")), f_error.eq(0),
-                                 f_code.eq(0), rd_err.eq(0)]
+                                 f_code.eq(0), rd_err.eq(0),
+                                 f_at_end.eq(port("DESC_COUNT", "value") == 0)]
                     m.next = "NEXT"
             with m.State("NEXT"):
-                with m.If(write_fail | (f_index == f_count)):
+                with m.If(write_fail | f_at_end):
                     m.next = "STOPPED"
                 with m.Else():
                     m.d.sync += [req_valid.eq(1), req.addr.eq(f_addr),
@@ -530,13 +535,19 @@ class Conv2DAccelerator(wiring.Component):
                 ]
                 m.next = "CODE"
             with m.State("CODE"):
-                m.d.sync += [f_code.eq(first_code(early_checks, early_failed)), *strides]
-                m.next = "MUL0"
+                m.d.sync += [f_code.eq(first_code(early_checks, early_failed)), *strides,
+                             mul_step.eq(0), mul_phase.eq(0)]
+                m.next = "MUL"
             with m.State("SEGS"):
                 # the DMA segments, between the products they need and those that need them
                 m.d.sync += segments
-                m.next = "MUL6"
-            # one product every two cycles through the shared multiplier (operands registered)
+                m.next = "SEGS2"
+            with m.State("SEGS2"):
+                m.d.sync += segments2
+                m.next = "MUL"
+            # One product every two cycles through the shared multiplier (operands registered).
+            # The products are steps of one state, so that the operands are chosen by a
+            # three-bit counter rather than by a decode of the front end's state.
             steps = [
                 (d.in_h, d.in_w, hw),
                 (hw, groups, x_words),
@@ -547,69 +558,32 @@ class Conv2DAccelerator(wiring.Component):
                 (x_seg1, d.in_h, x_block),
                 (s_seg, out_h, s_block),
             ]
-            for n, (a, b, target) in enumerate(steps):
-                with m.State(f"MUL{n}"):
-                    with m.If((n == 0) & ~mul_phase & (f_code != 0)):
-                        m.d.sync += fail(f_code)
-                        m.next = "STOPPED"
-                    with m.Elif(~mul_phase):
-                        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_phase.eq(1)]
-                    with m.Else():
-                        m.d.sync += [target.eq(product), mul_phase.eq(0)]
-                        m.next = ("SEGS" if n == 5 else f"MUL{n + 1}" if n + 1 < len(steps)
-                                  else "LATE")
+            with m.State("MUL"):
+                with m.If((mul_step == 0) & ~mul_phase & (f_code != 0)):
+                    m.d.sync += fail(f_code)
+                    m.next = "STOPPED"
+                with m.Elif(~mul_phase):
+                    m.d.sync += mul_phase.eq(1)
+                with m.Else():
+                    with m.Switch(mul_step):
+                        for n, (_, _, target) in enumerate(steps):
+                            with m.Case(n):
+                                m.d.sync += target.eq(product)
+                    m.d.sync += [mul_phase.eq(0), mul_step.eq(mul_step + 1)]
+                    with m.If(mul_step == 5):
+                        m.next = "SEGS"
+                    with m.Elif(mul_step == len(steps) - 1):
+                        m.next = "LATE"
             with m.State("LATE"):
                 m.d.sync += [late_failed.eq(Cat(failed for _, failed in late_checks)),
                              x_merge2_r.eq(x_merge2), s_merge_r.eq(s_merge)]
                 m.next = "DECIDE"
             with m.State("DECIDE"):
-                late = first_code(late_checks, late_failed)
+                # (the command's records are written whatever the decision, below)
                 with m.If(late_failed != 0):
-                    m.d.sync += fail(late)
+                    m.d.sync += fail(first_code(late_checks, late_failed))
                     m.next = "STOPPED"
                 with m.Else():
-                    core_cmd, st, sreq = dec.core, dec.store, dec.store_req
-                    m.d.sync += [
-                        dec.index.eq(f_index),
-                        dec.q_flag.eq(d.q_flag),
-                        dec.relu.eq(d.relu),
-                        core_cmd.precision.eq(prec),
-                        core_cmd.kernel_h.eq(d.kernel_h), core_cmd.kernel_w.eq(d.kernel_w),
-                        core_cmd.stride_h.eq(d.stride_h), core_cmd.stride_w.eq(d.stride_w),
-                        core_cmd.pad_top.eq(d.pad_top), core_cmd.pad_left.eq(d.pad_left),
-                        core_cmd.in_h.eq(d.in_h), core_cmd.in_w.eq(d.in_w),
-                        core_cmd.groups.eq(groups),
-                        core_cmd.out_h.eq(out_h), core_cmd.out_w.eq(out_w),
-                        core_cmd.pad_word.eq(pad_word),
-                        core_cmd.acc_flag.eq(d.acc_flag),
-                        st.out_h.eq(out_h), st.out_w.eq(out_w),
-                        st.out_c.eq(d.out_c), st.out_seg.eq(d.out_seg),
-                        st.out_bits.eq(d.out_width),
-                        st.lane.eq(d.out_addr[:3]),
-                        st.row_step.eq(or_bits[3:6]),
-                        st.pixel_step.eq(op_bits[3:6]),
-                        st.pixel_segments.eq(~row_mode & (out_w > 1)),
-                        st.row_segments.eq((out_h > 1) & ~s_merge_r),
-                        st.row_align.eq(row_mode),
-                        sreq.addr.eq(d.out_addr),
-                        sreq.seg_bytes.eq(Mux(s_merge_r, s_block, s_seg)),
-                        sreq.inner_count.eq(s_inner),
-                        sreq.inner_stride.eq(op_bits[3:35]),
-                        sreq.outer_count.eq(Mux(s_merge_r, 1, out_h)),
-                        sreq.outer_stride.eq(s_ostride),
-                        # the loads: input tile first
-                        req.addr.eq(d.in_addr),
-                        req.seg_bytes.eq(Mux(x_merge2_r, x_block, x_seg1)),
-                        req.inner_count.eq(x_inner1),
-                        req.inner_stride.eq(x_istride),
-                        req.outer_count.eq(Mux(x_merge2_r, 1, d.in_h)),
-                        req.outer_stride.eq(x_ostride),
-                        req.tag.eq(_TAG_INPUT),
-                        load_q.eq(~d.acc_flag | d.q_flag),
-                        x_loader.cfg.narrow.eq(narrow),
-                        x_loader.cfg.nibble.eq(nibble),
-                        x_loader.cfg.in_w.eq(d.in_w),
-                    ]
                     m.next = "BANK"
             with m.State("BANK"):
                 with m.If(write_fail):
@@ -644,29 +618,97 @@ class Conv2DAccelerator(wiring.Component):
                 with m.Elif(write_fail):
                     m.next = "STOPPED"
                 with m.Elif(~pend_valid):
-                    m.d.sync += [
-                        pend.eq(dec),
-                        pend.core.in_bank.eq(f_bank), pend.core.w_bank.eq(f_bank),
-                        pend_valid.eq(1),
-                        f_bank.eq(~f_bank),
-                        acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w),
-                        f_index.eq(f_index + 1),
-                        f_addr.eq(f_addr + DESCRIPTOR_BYTES),
-                    ]
-                    m.next = "NEXT"
+                    m.d.sync += pend_valid.eq(1)
+                    m.next = "ADVANCE"
+            with m.State("ADVANCE"):
+                # the front end's own state moves on a cycle after the hand-off, so that these
+                # registers' enable is the state, not the hand-off's conditions
+                m.d.sync += [
+                    f_bank.eq(~f_bank),
+                    acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w),
+                    f_index.eq(f_index + 1),
+                    f_addr.eq(f_addr + DESCRIPTOR_BYTES),
+                    f_at_end.eq(f_index + 1 == f_count),
+                ]
+                m.next = "NEXT"
             with m.State("STOPPED"):
                 with m.If(finish):
                     m.next = "IDLE"
+        # The multiplier's operands are loaded every cycle from the step's sources (which
+        # hold still from the step's first cycle on), so their enable is no state decode.
+        m.d.sync += [mul_a.eq(Array(a for a, _, _ in steps)[mul_step]),
+                     mul_b.eq(Array(b for _, b, _ in steps)[mul_step])]
+
+        # The decided command's records and its input request are written in the DECIDE cycle
+        # whatever the decision (a failing command's are never used; nothing reads them in
+        # that cycle): their enable, hundreds of bits wide, is then a register of its own
+        # (``deciding``, set as LATE passes to DECIDE), not the late checks' result.
+        deciding = Signal()
+        m.d.sync += deciding.eq(front.ongoing("LATE"))
+        with m.If(deciding):
+            core_cmd, st, sreq = dec.core, dec.store, dec.store_req
+            m.d.sync += [
+                dec.index.eq(f_index),
+                dec.q_flag.eq(d.q_flag),
+                dec.relu.eq(d.relu),
+                core_cmd.precision.eq(prec),
+                core_cmd.kernel_h.eq(d.kernel_h), core_cmd.kernel_w.eq(d.kernel_w),
+                core_cmd.stride_h.eq(d.stride_h), core_cmd.stride_w.eq(d.stride_w),
+                core_cmd.pad_top.eq(d.pad_top), core_cmd.pad_left.eq(d.pad_left),
+                core_cmd.in_h.eq(d.in_h), core_cmd.in_w.eq(d.in_w),
+                core_cmd.groups.eq(groups),
+                core_cmd.out_h.eq(out_h), core_cmd.out_w.eq(out_w),
+                core_cmd.pad_word.eq(pad_word),
+                core_cmd.acc_flag.eq(d.acc_flag),
+                st.out_h.eq(out_h), st.out_w.eq(out_w),
+                st.out_c.eq(d.out_c), st.out_seg.eq(d.out_seg),
+                st.out_bits.eq(d.out_width),
+                st.lane.eq(d.out_addr[:3]),
+                st.row_step.eq(or_bits[3:6]),
+                st.pixel_step.eq(op_bits[3:6]),
+                st.pixel_segments.eq(~row_mode & (out_w > 1)),
+                st.row_segments.eq((out_h > 1) & ~s_merge_r),
+                st.row_align.eq(row_mode),
+                sreq.addr.eq(d.out_addr),
+                sreq.seg_bytes.eq(Mux(s_merge_r, s_block, s_seg)),
+                sreq.inner_count.eq(s_inner),
+                sreq.inner_stride.eq(op_bits[3:35]),
+                sreq.outer_count.eq(Mux(s_merge_r, 1, out_h)),
+                sreq.outer_stride.eq(s_ostride),
+                # the loads: input tile first
+                req.addr.eq(d.in_addr),
+                req.seg_bytes.eq(Mux(x_merge2_r, x_block, x_seg1)),
+                req.inner_count.eq(x_inner1),
+                req.inner_stride.eq(x_istride),
+                req.outer_count.eq(Mux(x_merge2_r, 1, d.in_h)),
+                req.outer_stride.eq(x_ostride),
+                req.tag.eq(_TAG_INPUT),
+                load_q.eq(~d.acc_flag | d.q_flag),
+                x_loader.cfg.narrow.eq(narrow),
+                x_loader.cfg.nibble.eq(nibble),
+                x_loader.cfg.in_w.eq(d.in_w),
+            ]
+
+        # The pending record follows the decided one while it is empty, so that its enable is
+        # one flip-flop (``pend_valid``) rather than the loaded command's checks; it holds
+        # from the cycle the command is loaded (``pend_valid`` set) until the core takes it.
+        with m.If(~pend_valid):
+            m.d.sync += [pend.eq(dec),
+                         pend.core.in_bank.eq(f_bank), pend.core.w_bank.eq(f_bank)]
+
         # control signals into other blocks are plain expressions, never assigned under a
         # condition (see ``hdl.dma``: Icarus leaves those undefined until an input changes)
-        m.d.comb += [
-            load_start.eq(front.ongoing("BANK") & ~write_fail
-                          & ~bank_full.bit_select(f_bank, 1)),
-            x_loader.start.eq(load_start),
-            w_loader.start.eq(load_start),
-        ]
-        m.d.comb += [q_loaders[k].start.eq(load_start & load_q & (f_bank == k))
-                     for k in range(2)]
+        m.d.comb += load_start.eq(front.ongoing("BANK") & ~write_fail
+                                  & ~bank_full.bit_select(f_bank, 1))
+        # The loaders start a cycle after the loads do, from registers: their first beats come
+        # after a request, an AXI read and the read slice, so the delay costs nothing, and
+        # the starts (which clear the loaders' counters) then follow no front-end logic.
+        loader_go = Signal()
+        q_go = Signal(2)
+        m.d.sync += [loader_go.eq(load_start),
+                     q_go.eq(Mux(load_start & load_q, Mux(f_bank, 0b10, 0b01), 0))]
+        m.d.comb += [x_loader.start.eq(loader_go), w_loader.start.eq(loader_go)]
+        m.d.comb += [q_loaders[k].start.eq(q_go[k]) for k in range(2)]
 
         # --- compute stage --------------------------------------------------------------------
         target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
@@ -676,10 +718,11 @@ class Conv2DAccelerator(wiring.Component):
                                  & ~acc_busy.bit_select(target_acc, 1))
         # The computed command's operand and accumulator banks select each PE's bias, partial
         # sums and requantization parameters: hundreds of bits each, so the two bank bits are
-        # loaded with ``comp`` once per PE (copy 0 also serves the per-tile fields).
+        # registered with ``comp`` once per PE (copy 0 also serves the per-tile fields).
         m.submodules.comp_banks = comp_banks = Replicas(2, pes)
+        # (like ``comp``, the copies follow the pending command until the core starts)
         m.d.comb += [comp_banks.d.eq(Cat(pend.core.in_bank, target_acc)),
-                     comp_banks.enable.eq(comp_load)]
+                     comp_banks.enable.eq(~comp_active)]
         comp_in_bank = [comp_banks.q[pe][0] for pe in range(pes)]
         comp_acc_bank = [comp_banks.q[pe][1] for pe in range(pes)]
         m.d.comb += [core.start.eq(core_go), core.cmd.eq(comp.core)]
@@ -691,15 +734,20 @@ class Conv2DAccelerator(wiring.Component):
                 # a failed store: later commands are dropped unrun
                 m.d.sync += pend_valid.eq(0)
             with m.Elif(comp_load):
-                m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc),
-                             acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
+                m.d.sync += [acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
                              core_go.eq(1)]
+        # Likewise the computed record follows the pending one until the core starts (the
+        # core and the store hand-off read it only while ``comp_active``).
+        with m.If(~comp_active):
+            m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc)]
         with m.If(core.done):
             m.d.sync += comp_finished.eq(1)
 
         # the core is done: hand the command to the store stage (the requantization
         # parameters of its operand bank are already copied into the accumulator bank's set)
-        m.submodules.stores = stores = SyncFIFO(width=_store_record_layout().size, depth=4)
+        # (its head is a register: it decides the store stage's start and records)
+        m.submodules.stores = stores = SyncFIFOBuffered(width=_store_record_layout().size,
+                                                        depth=4)
         record = data.View(_store_record_layout(), stores.w_data)
         handoff = comp_finished & stores.w_rdy
         m.d.comb += [
@@ -765,10 +813,12 @@ class Conv2DAccelerator(wiring.Component):
         retire = Signal()                # a command completes (in list order)
         store_next = Signal()            # the store queue's head is stored now
         store_release = Signal()         # the store unit has read its accumulator bank
+        store_fsm_idle = Signal()        # the store stage waits for the queue's head
         # the stored command's accumulator bank selects each PE's sums and parameters: a copy
         # of the bit per PE, loaded with ``st`` (copy 0 also serves the per-tile fields)
         m.submodules.st_banks = st_banks = Replicas(1, pes)
-        m.d.comb += [st_banks.d.eq(head.store.acc_bank), st_banks.enable.eq(store_next)]
+        m.d.comb += [st_banks.d.eq(head.store.acc_bank),
+                     st_banks.enable.eq(store_fsm_idle)]
         st_acc_bank = [st_banks.q[pe] for pe in range(pes)]
         st_q = data.View(store_quant_layout(pes), Mux(st_acc_bank[0], store_q[1], store_q[0]))
         m.d.comb += [store.q.zero_point.eq(st_q.zero_point), store.q.low.eq(st_q.low),
@@ -778,8 +828,11 @@ class Conv2DAccelerator(wiring.Component):
             m.d.comb += [getattr(store.q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
         with m.FSM(name="store_stage") as store_fsm:
             with m.State("IDLE"):
+                # the record follows the queue's head while idle (nothing reads it then), so
+                # that its enable is the state alone
+                m.d.sync += st.eq(head)
                 with m.If(store_next):
-                    m.d.sync += [st.eq(head), st_go.eq(1), st_req_valid.eq(1)]
+                    m.d.sync += [st_go.eq(1), st_req_valid.eq(1)]
                     m.next = "STORE"
             with m.State("STORE"):
                 with m.If(store_release):
@@ -810,6 +863,7 @@ class Conv2DAccelerator(wiring.Component):
             stores.r_en.eq(idle & stores.r_rdy),
             store_next.eq(idle & stores.r_rdy & ~write_fail & head.q_flag),
             store_owns.eq(store_fsm.ongoing("STORE")),
+            store_fsm_idle.eq(idle),
             dma.wr_done.ready.eq(responding),
             retire.eq((idle & stores.r_rdy & ~write_fail & ~head.q_flag)
                       | (responding & dma.wr_done.valid & ~dma.wr_done.payload.err)),
@@ -824,7 +878,11 @@ class Conv2DAccelerator(wiring.Component):
             mem = memory.Memory(shape=sums, depth=1 << acc_bits, init=[])
             m.submodules[f"acc_plm{k}"] = mem
             rd, wr = mem.read_port(), mem.write_port()
-            mine = store_owns & (st.store.acc_bank == k)
+            # the store unit addresses the bank from the cycle after its start on, so whether
+            # it does is registered (a cycle late) and the address multiplexer's select
+            # follows no store-stage logic
+            mine = Signal(name=f"store_reads{k}")
+            m.d.sync += mine.eq(store_owns & (st.store.acc_bank == k))
             m.d.comb += [
                 rd.addr.eq(Mux(mine, store.acc_rd.addr[:acc_bits], core.acc_rd.addr[:acc_bits])),
                 rd.en.eq(1),             # both readers read every cycle
@@ -844,10 +902,15 @@ class Conv2DAccelerator(wiring.Component):
                          enumerate(_per_pe_select(selects, acc_reads))]
 
         # --- end of the list --------------------------------------------------------------------
-        drained = (front.ongoing("STOPPED") & ~pend_valid & ~comp_active & ~stores.r_rdy
-                   & store_fsm.ongoing("IDLE") & reads_idle)
+        # Once the front end has stopped, nothing new enters the pipeline, so ``drained``
+        # stays true once it is: it is registered (the status word's code and index, set at
+        # ``finish``, would otherwise follow the read counters and the stages in one cycle).
+        drained = Signal()
+        m.d.sync += drained.eq(front.ongoing("STOPPED") & ~pend_valid & ~comp_active
+                               & (stores.level == 0) & store_fsm.ongoing("IDLE")
+                               & reads_idle)
         m.d.comb += [
-            finish.eq(running & drained),
+            finish.eq(running & drained & front.ongoing("STOPPED")),
             status_error_set.eq(finish & (write_fail | f_error)),
             status_done_set.eq(finish & ~write_fail & ~f_error),
         ]

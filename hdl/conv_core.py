@@ -23,6 +23,8 @@ across ``kx`` and ``g``, and the strides between kernel rows, output pixels and 
 padded taps may wrap; they are never used (the pad flag comes from the tap's coordinates).
 """
 
+import itertools
+
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
@@ -203,15 +205,21 @@ class ConvCore(wiring.Component):
         m.d.comb += self.busy.eq(active)
         with m.If(self.start & ~active):
             m.d.sync += [setup.eq(1), active.eq(1)]
-        # the loop counters' last values, registered during the setup (``cmd`` holds still):
-        # a subtraction in front of each comparison was the head of the longest path into the
-        # input PLM address
-        end = {}
-        for name, count in (("g", cmd.groups), ("kx", cmd.kernel_w), ("ky", cmd.kernel_h),
-                            ("ox", cmd.out_w), ("oy", cmd.out_h)):
-            end[name] = Signal((count - 1).shape(), name=f"{name}_end")
+        # Whether each loop counter is at its last value is a register of its own
+        # (``at_last``), kept up to date as the counter steps: its comparison and the four
+        # loops' chain of conditions would otherwise head every counter's and the input PLM
+        # address's next value. A counter stepping from value v is at its last value next
+        # when v == count - 2, or, wrapping to 0, when count == 1; both constants are
+        # registered during the setup (``cmd`` holds still).
+        loops = (("g", cmd.groups), ("kx", cmd.kernel_w), ("ky", cmd.kernel_h),
+                 ("ox", cmd.out_w), ("oy", cmd.out_h))
+        before_last, single, at_last = {}, {}, {}
+        for name, count in loops:
+            before_last[name] = Signal((count - 2).shape(), name=f"{name}_before_last")
+            single[name] = Signal(name=f"{name}_single")
+            at_last[name] = Signal(name=f"{name}_at_last")
             with m.If(setup == 1):
-                m.d.sync += end[name].eq(count - 1)
+                m.d.sync += [before_last[name].eq(count - 2), single[name].eq(count == 1)]
         with m.If(setup == 1):
             m.d.sync += [row_words.eq(cmd.in_w * cmd.groups),
                          last_pixel.eq(cmd.out_h * cmd.out_w),
@@ -226,7 +234,31 @@ class ConvCore(wiring.Component):
             ]
         # word address of the window of pixel (0, 0); padded taps' addresses may wrap
         origin = (-top - left)[:in_bits]
+        counters = {"g": g, "kx": kx, "ky": ky, "ox": ox, "oy": oy}
+        # ``wraps[name]``: this loop and every inner one are at their last values (registers
+        # too, kept from the flags' next values, so that the loops' chain of conditions is no
+        # chain of gates in front of the counters and the PLM address)
+        wraps = {name: Signal(name=f"{name}_wraps") for name, _ in loops}
+        # a loop steps when every inner loop is at its last value
+        names = [name for name, _ in loops]
+        steps = {"g": running}
+        for inner, outer in itertools.pairwise(names):
+            steps[outer] = running & wraps[inner]
+        at_next = {name: Mux(steps[name], Mux(at_last[name], single[name],
+                                              counters[name] == before_last[name]),
+                             at_last[name])
+                   for name in names}
+
+        def cumulative(flags):
+            result, total = [], 1
+            for name in names:
+                total = total & flags[name]
+                result.append(wraps[name].eq(total))
+            return result
+
         with m.If(setup == 3):
+            m.d.sync += [at_last[name].eq(single[name]) for name in names]
+            m.d.sync += cumulative(single)
             m.d.sync += [
                 g.eq(0), kx.eq(0), ky.eq(0), ox.eq(0), oy.eq(0), wrow.eq(0),
                 ix_base.eq(-cmd.pad_left), ix.eq(-cmd.pad_left),
@@ -234,37 +266,34 @@ class ConvCore(wiring.Component):
                 row_base.eq(origin), pix_base.eq(origin), tap_base.eq(origin), addr.eq(origin),
                 setup.eq(0), running.eq(1),
             ]
-
-        last_g = g == end["g"]
-        last_kx = kx == end["kx"]
-        last_ky = ky == end["ky"]
-        last_ox = ox == end["ox"]
-        last_oy = oy == end["oy"]
         with m.If(running):
+            m.d.sync += [at_last[name].eq(at_next[name]) for name in names]
+            m.d.sync += cumulative(at_next)
+            # the loops' updates, outermost last: a later assignment overrides an earlier one
             m.d.sync += [g.eq(g + 1), addr.eq(addr + 1), wrow.eq(wrow + 1)]
-            with m.If(last_g):
+            with m.If(wraps["g"]):
                 m.d.sync += [g.eq(0), kx.eq(kx + 1), ix.eq(ix + 1)]
-                with m.If(last_kx):
-                    next_tap = tap_base + row_words
-                    m.d.sync += [kx.eq(0), ix.eq(ix_base), ky.eq(ky + 1), iy.eq(iy + 1),
-                                 tap_base.eq(next_tap), addr.eq(next_tap)]
-                    with m.If(last_ky):
-                        next_pix = pix_base + pix_step
-                        m.d.sync += [ky.eq(0), iy.eq(iy_base), wrow.eq(0),
-                                     ox.eq(ox + 1), ix_base.eq(ix_base + cmd.stride_w),
-                                     ix.eq(ix_base + cmd.stride_w),
-                                     pix_base.eq(next_pix), tap_base.eq(next_pix),
-                                     addr.eq(next_pix)]
-                        with m.If(last_ox):
-                            next_row = row_base + row_step
-                            m.d.sync += [ox.eq(0), ix_base.eq(-cmd.pad_left),
-                                         ix.eq(-cmd.pad_left),
-                                         oy.eq(oy + 1), iy_base.eq(iy_base + cmd.stride_h),
-                                         iy.eq(iy_base + cmd.stride_h),
-                                         row_base.eq(next_row), pix_base.eq(next_row),
-                                         tap_base.eq(next_row), addr.eq(next_row)]
-                            with m.If(last_oy):
-                                m.d.sync += running.eq(0)
+            with m.If(wraps["kx"]):
+                next_tap = tap_base + row_words
+                m.d.sync += [kx.eq(0), ix.eq(ix_base), ky.eq(ky + 1), iy.eq(iy + 1),
+                             tap_base.eq(next_tap), addr.eq(next_tap)]
+            with m.If(wraps["ky"]):
+                next_pix = pix_base + pix_step
+                m.d.sync += [ky.eq(0), iy.eq(iy_base), wrow.eq(0),
+                             ox.eq(ox + 1), ix_base.eq(ix_base + cmd.stride_w),
+                             ix.eq(ix_base + cmd.stride_w),
+                             pix_base.eq(next_pix), tap_base.eq(next_pix),
+                             addr.eq(next_pix)]
+            with m.If(wraps["ox"]):
+                next_row = row_base + row_step
+                m.d.sync += [ox.eq(0), ix_base.eq(-cmd.pad_left),
+                             ix.eq(-cmd.pad_left),
+                             oy.eq(oy + 1), iy_base.eq(iy_base + cmd.stride_h),
+                             iy.eq(iy_base + cmd.stride_h),
+                             row_base.eq(next_row), pix_base.eq(next_row),
+                             tap_base.eq(next_row), addr.eq(next_row)]
+            with m.If(wraps["oy"]):
+                m.d.sync += running.eq(0)
 
         # --- stage B: PLM data arrives; operands enter the PE row a cycle later ----------
         padded = (iy < 0) | (iy >= cmd.in_h) | (ix < 0) | (ix >= cmd.in_w)
@@ -281,7 +310,7 @@ class ConvCore(wiring.Component):
             valid_b.eq(running),
             padded_b.eq(padded),
             clear_b.eq((g == 0) & (kx == 0) & (ky == 0)),
-            last_b.eq(last_g & last_kx & last_ky),
+            last_b.eq(wraps["ky"]),
         ]
         # a registered input PLM (``in_latency`` 2): the tap's flags and weight row wait a
         # cycle for its word, and the weight PLM's output meets a register with no logic

@@ -52,7 +52,7 @@ class CsrBank(wiring.Component):
     the previous response of its direction has been accepted (``bvalid``/``rvalid`` stay high and
     stable while ``bready``/``rready`` are low). An access to an offset with no register
     responds ``SLVERR``: a write changes nothing, a read returns 0. Read data is sampled the
-    cycle the read address is accepted.
+    cycle after the read address is accepted (``rvalid`` rises a cycle after that).
 
     Parameters
     ----------
@@ -210,17 +210,24 @@ class CsrBank(wiring.Component):
                     set_ = getattr(self, f"{port_name(register.name, field.name)}_set")
                     m.d.sync += port.eq(set_ | (port & ~ones))
 
-        # Read: sample the selected register when the address is accepted, hold until taken.
-        read_hits, read_mapped = self._decode(m, bus.araddr, "read")
+        # Read: register the address when it is accepted, sample the selected register a cycle
+        # later (the fields come from all over the design: their multiplexer should not also
+        # follow the bus's address decode) and hold the response until it is taken.
+        ar_full = Signal()
+        ar_addr = Signal(len(bus.araddr))
+        read_hits, read_mapped = self._decode(m, ar_addr, "read")
         read_value = Signal(DATA_WIDTH)
         for register, hit in zip(self._regmap, read_hits):
             with m.If(hit):
                 m.d.comb += read_value.eq(self._read_value(register))
-        m.d.comb += bus.arready.eq(~bus.rvalid)
+        m.d.comb += bus.arready.eq(~ar_full & ~bus.rvalid)
         with m.If(bus.rvalid & bus.rready):
             m.d.sync += bus.rvalid.eq(0)
         with m.If(bus.arvalid & bus.arready):
+            m.d.sync += [ar_full.eq(1), ar_addr.eq(bus.araddr)]
+        with m.If(ar_full):
             m.d.sync += [
+                ar_full.eq(0),
                 bus.rvalid.eq(1),
                 bus.rdata.eq(read_value),
                 bus.rresp.eq(Mux(read_mapped, RESP_OKAY, RESP_SLVERR)),

@@ -27,7 +27,7 @@ The reference model of requests, beats and bursts is :mod:`hls_ref.dma` (re-expo
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
@@ -495,8 +495,10 @@ class DmaReader(_DmaParameters, wiring.Component):
         # Bursts in flight, from AR to the last beat of R; an empty request's marker passes
         # through too, so its completion keeps its place.
         layout = _read_burst_layout(self._tag_width)
-        m.submodules.in_flight = in_flight = SyncFIFO(width=layout.size,
-                                                      depth=self._max_outstanding)
+        # (its head is a register: the head's fields decide the beat's fields, the ready and
+        # the FIFO's own read in one cycle, which would otherwise start at a LUT-RAM read)
+        m.submodules.in_flight = in_flight = SyncFIFOBuffered(width=layout.size,
+                                                              depth=self._max_outstanding)
         m.submodules.completions = completions = SyncFIFO(
             width=dma_done_layout(self._tag_width).size, depth=2)
 
@@ -633,10 +635,11 @@ class DmaWriter(_DmaParameters, wiring.Component):
 
         # Bursts whose data is still to be sent, and bursts (plus empty-request markers) whose
         # response is still to come. The second never holds fewer entries than the first.
-        m.submodules.to_send = to_send = SyncFIFO(width=_WRITE_BURST_LAYOUT.size,
-                                                  depth=self._max_outstanding)
-        m.submodules.to_answer = to_answer = SyncFIFO(width=_RESPONSE_LAYOUT.size,
-                                                      depth=self._max_outstanding)
+        # (their heads are registers, as the reader's in-flight FIFO's)
+        m.submodules.to_send = to_send = SyncFIFOBuffered(width=_WRITE_BURST_LAYOUT.size,
+                                                          depth=self._max_outstanding)
+        m.submodules.to_answer = to_answer = SyncFIFOBuffered(width=_RESPONSE_LAYOUT.size,
+                                                              depth=self._max_outstanding)
         m.submodules.completions = completions = SyncFIFO(width=dma_done_layout().size,
                                                           depth=2)
 

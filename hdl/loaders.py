@@ -83,15 +83,23 @@ class InputLoader(wiring.Component):
         ptr = Signal(self._word_bits + 1)       # next word address in the bank
         left = Signal(16)                        # pixels of the current row still to write
         sub = Signal(2)                          # quarter of the beat (narrow)
+        # min(left, 4) and left <= 4, kept with ``left``: they decide the narrow beats' word
+        # count and ``take``, which must not wait for a comparison of ``left``
+        left_4 = Signal(3)
+        left_le4 = Signal()
+        in_w_4 = Mux(cfg.in_w[2:].any(), 4, cfg.in_w[:2])
         with m.If(self.start):
-            m.d.sync += [ptr.eq(0), left.eq(cfg.in_w), sub.eq(0)]
+            m.d.sync += [ptr.eq(0), left.eq(cfg.in_w), sub.eq(0),
+                         left_4.eq(in_w_4), left_le4.eq(cfg.in_w <= 4)]
 
         count = Signal(3)
+        span = Signal(3)                         # words of the beat (quarter) before the row's end
+        limited = Signal()                       # the row ends first: count = left < span
         words = [Signal(OPERAND_WIDTH, name=f"word{k}") for k in range(LANES)]
         take = Signal()                          # the beat is consumed this cycle
         with m.If(~cfg.narrow):
             first = beat.lo[1:]                  # first word of the beat that belongs
-            m.d.comb += [count.eq((beat.hi - beat.lo) >> 1), take.eq(1)]
+            m.d.comb += [span.eq((beat.hi - beat.lo) >> 1), count.eq(span), take.eq(1)]
             for k in range(LANES):
                 m.d.comb += words[k].eq(beat.data.word_select(first + k, OPERAND_WIDTH))
         with m.Else():
@@ -104,10 +112,10 @@ class InputLoader(wiring.Component):
             # below that it is the pixels modulo 4.
             first = sub * 4
             pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)     # pixels the beat holds
-            left_4 = Mux(left[2:].any(), 4, left[:2])           # min(left, 4)
             beat_4 = Mux(pixels >= first + 4, 4, pixels[:2])    # min(pixels - first, 4)
-            m.d.comb += [count.eq(Mux(left_4 < beat_4, left_4, beat_4)),
-                         take.eq((~left[3:].any() & (left[:3] <= 4)) | (pixels <= first + 4))]
+            m.d.comb += [span.eq(beat_4), limited.eq(left_4 < beat_4),
+                         count.eq(Mux(limited, left_4, beat_4)),
+                         take.eq(left_le4 | (pixels <= first + 4))]
             for k in range(LANES):
                 nibble = beat.data.word_select(first + k, 4)
                 byte = beat.data.word_select(first + k, 8)
@@ -123,10 +131,27 @@ class InputLoader(wiring.Component):
             m.d.comb += self.wr.words[k].eq(words[k])
         with m.If(self.beats.valid):
             # a row ends with its last pixel: at the end of its segment, or -- when contiguous
-            # rows were merged into one segment -- at a beat boundary inside it
-            row_ends = ~left[3:].any() & (left[:3] == count)
-            m.d.sync += [ptr.eq(ptr + count),
-                         left.eq(Mux(row_ends, cfg.in_w, left - count))]
+            # rows were merged into one segment -- at a beat boundary inside it. The next
+            # address and row count are formed for each of the five spans from the registers
+            # alone, and the span (a long path already) only chooses among them; a row ending
+            # inside the span (count = left) needs nothing but registers.
+            with m.Switch(span):
+                for k in range(LANES + 1):
+                    # (the span is at most LANES: the last case is the default, so that no
+                    # decode of the span enables these registers)
+                    with m.Case(k) if k < LANES else m.Default():
+                        rest = left - k
+                        row_ends = left == k
+                        m.d.sync += [
+                            ptr.eq(ptr + k),
+                            left.eq(Mux(row_ends, cfg.in_w, rest)),
+                            left_4.eq(Mux(row_ends, in_w_4,
+                                          Mux(left >= k + 4, 4, rest[:3]))),
+                            left_le4.eq(Mux(row_ends, cfg.in_w <= 4, left <= k + 4)),
+                        ]
+            with m.If(limited):
+                m.d.sync += [ptr.eq(ptr + left_4), left.eq(cfg.in_w), left_4.eq(in_w_4),
+                             left_le4.eq(cfg.in_w <= 4)]
             with m.If(cfg.narrow):
                 m.d.sync += sub.eq(Mux(take, 0, sub + 1))
         return m

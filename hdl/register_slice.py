@@ -41,6 +41,11 @@ class RegisterSlice(wiring.Component):
         # ready while the skid register is empty: a transfer taken now can always be held
         m.d.comb += self.i.ready.eq(~skid_valid)
         taken = self.i.valid & self.i.ready
+        # The skid register copies the input whenever it is empty, so that its enable is its
+        # own flag, not the input's valid (often the end of a long path on the producer's side):
+        # a transfer it must keep is in it at the edge that sets ``skid_valid``.
+        with m.If(~skid_valid):
+            m.d.sync += skid.eq(self.i.payload)
         with m.If(~self.o.valid | self.o.ready):
             # the output register is free this cycle: fill it from the skid register first
             with m.If(skid_valid):
@@ -48,5 +53,5 @@ class RegisterSlice(wiring.Component):
             with m.Else():
                 m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(taken)]
         with m.Elif(taken):
-            m.d.sync += [skid.eq(self.i.payload), skid_valid.eq(1)]
+            m.d.sync += skid_valid.eq(1)
         return m

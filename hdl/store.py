@@ -162,24 +162,28 @@ class StoreUnit(wiring.Component):
         m.d.comb += issue.eq(have & (credits != 0))
         m.d.sync += credits.eq(credits - issue + popped)
 
-        # the last indices, registered at the start (cfg holds still until done): a
-        # subtraction in front of each comparison was the head of a long path to seg_lane
-        k_end = Signal(_DIM)
-        col_end = Signal(_DIM)
-        row_end = Signal(_DIM)
-        last_k = k == k_end
-        last_col = col == col_end
-        last_row = out_row == row_end
+        # Whether k, col and out_row are at their last values is a register of each, kept up
+        # to date as they step (cfg holds still until done): a comparison in front of the
+        # flags was the head of a long path to seg_lane. An index stepping from v is at its
+        # last value next when v == n - 2, or, wrapping to 0, when n == 1.
+        loops = {"k": (k, cfg.out_seg), "col": (col, cfg.out_w), "row": (out_row, cfg.out_h)}
+        at_last = {name: Signal(name=f"{name}_at_last") for name in loops}
+        last_k, last_col, last_row = at_last["k"], at_last["col"], at_last["row"]
         last_pixel = last_row & last_col
+        steps = {"k": issue, "col": issue & last_k, "row": issue & last_k & last_col}
+        for name, (index, count) in loops.items():
+            with m.If(self.start & ~busy):
+                m.d.sync += at_last[name].eq(count == 1)
+            with m.Elif(steps[name]):
+                m.d.sync += at_last[name].eq(Mux(at_last[name], count == 1,
+                                                 index == count - 2))
         m.d.comb += [
             self.acc_rd.addr.eq(pixel | (cfg.acc_bank << row_bits)),
             self.acc_rd.en.eq(1),
         ]
         with m.If(self.start & ~busy):
             m.d.sync += [busy.eq(1), have.eq(1), pixel.eq(0), col.eq(0), out_row.eq(0),
-                         k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane),
-                         k_end.eq(cfg.out_seg - 1), col_end.eq(cfg.out_w - 1),
-                         row_end.eq(cfg.out_h - 1)]
+                         k.eq(0), row_lane.eq(cfg.lane), seg_lane.eq(cfg.lane)]
 
         next_row_lane = (row_lane + cfg.row_step)[:3]
         flags = Signal(_FLAGS)

@@ -135,6 +135,10 @@ CASES = [
     (Precision.A8W4, (7, 5, 5), (3, 2), (2, 2), (2, 1, 0, 1)),
     (Precision.A4W4, (6, 6, 7), (3, 3), (1, 1), (0, 2, 2, 0)),
     (Precision.A8W8, (12, 6, 2), (10, 4), (1, 1), (4, 5, 1, 2)),     # DS-CNN's 10x4
+    # loops of one iteration: one group, a one-column kernel, a single output pixel or row
+    (Precision.A4W4, (3, 1, 3), (3, 1), (1, 1), (0, 0, 0, 0)),
+    (Precision.A16W16, (1, 1, 1), (1, 1), (1, 1), (0, 0, 0, 0)),
+    (Precision.A8W8, (1, 5, 2), (1, 2), (1, 1), (0, 0, 0, 1)),
 ]
 
 

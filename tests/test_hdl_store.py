@@ -194,10 +194,13 @@ def test_store_unit_custom_strides(name, program, desc):
         await ctx.tick()
         ctx.set(store.start, 0)
         ctx.set(store.beats.ready, 1)
+        cycles = 0
         while ctx.get(store.busy):
             if ctx.get(store.beats.valid):
                 beats.append(ctx.get(store.beats.payload))
             await ctx.tick()
+            cycles += 1
+            assert cycles < 50000, "the store unit did not finish"
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -236,6 +239,7 @@ def test_store_unit_sends_one_element_per_cycle(out_bits, cout, acc_latency):
         while ctx.get(store.busy):
             await ctx.tick()
             count += 1
+            assert count < 50000, "the store unit did not finish"
         cycles.append(count)
 
     sim = Simulator(dut)
