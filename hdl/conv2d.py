@@ -270,21 +270,19 @@ class Conv2DAccelerator(wiring.Component):
 
         # counters: cleared by a start, counting while the list runs
         bus = dma.bus
-        # A beat's strobes are registered, then their count, before it is added: the strobes
-        # come from the DMA writer's FIFO head through its burst logic, and neither the count
-        # nor the 64-bit adders should follow that (or each other) in the same cycle. A list
-        # ends only after its last write response, several cycles after its last beat, so
-        # every beat is counted by then.
+        # A beat's strobes are registered before their bytes are counted and added: the
+        # strobes come from the DMA writer's FIFO head through its burst logic, and neither
+        # the count nor the 64-bit adders should follow that in the same cycle.
         read_beat = Signal()
         write_beat = Signal()
         strobes = Signal.like(bus.wstrb)
-        written = Signal(4)              # bytes of the beat two cycles ago (0 if none)
         m.d.sync += [
             read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
             write_beat.eq(bus.wvalid & bus.wready),
             strobes.eq(bus.wstrb),
-            written.eq(Mux(write_beat, sum(strobes[k] for k in range(BEAT_BYTES)), 0)),
         ]
+        written = Signal(4)
+        m.d.comb += written.eq(sum(strobes[k] for k in range(BEAT_BYTES)))
         with m.If(start):
             m.d.sync += [c.eq(0) for c in counters.values()]
             m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
@@ -294,7 +292,8 @@ class Conv2DAccelerator(wiring.Component):
                 counters["MAC_CYCLES"].eq(counters["MAC_CYCLES"] + core.mac),
                 counters["BYTES_READ"].eq(counters["BYTES_READ"]
                                           + Mux(read_beat, BEAT_BYTES, 0)),
-                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"] + written),
+                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"]
+                                             + Mux(write_beat, written, 0)),
             ]
 
         # --- DMA read side: one request register, beats routed by tag -------------------------

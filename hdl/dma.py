@@ -43,6 +43,7 @@ from hls_ref.dma import (
 
 from .axi import BOUNDARY_BYTES, BURST_INCR, MAX_BURST_BEATS, AXI4Signature
 from .params import check_int
+from .register_slice import RegisterSlice
 
 __all__ = [
     "BEAT_BYTES",
@@ -386,6 +387,16 @@ def _is_error(resp):
     return resp[1]
 
 
+def _connect_through_slice(m, source, sink):
+    """Segments reach the burst splitter through a register slice: the splitter's ready comes
+    from the AXI address channel, and without the slice it would enable the segment
+    generator's state (a few hundred flip-flops) in the same cycle. One cycle of latency per
+    request, none per burst."""
+    m.submodules.seg_slice = seg_slice = RegisterSlice(source.payload.shape())
+    wiring.connect(m, generator=source, slice=seg_slice.i)
+    wiring.connect(m, slice=seg_slice.o, splitter=sink)
+
+
 class _DmaParameters:
     """Validated parameters shared by the reader, the writer and the combined engine."""
 
@@ -490,7 +501,7 @@ class DmaReader(_DmaParameters, wiring.Component):
         m.submodules.splitter = splitter = _BurstSplitter(
             addr_width=self._addr_width, tag_width=self._tag_width, max_burst=self._max_burst)
         wiring.connect(m, request=wiring.flipped(self.req), segments=segments.req)
-        wiring.connect(m, segments=segments.segs, splitter=splitter.segs)
+        _connect_through_slice(m, segments.segs, splitter.segs)
 
         # Bursts in flight, from AR to the last beat of R; an empty request's marker passes
         # through too, so its completion keeps its place.
@@ -631,7 +642,7 @@ class DmaWriter(_DmaParameters, wiring.Component):
         m.submodules.splitter = splitter = _BurstSplitter(
             addr_width=self._addr_width, tag_width=0, max_burst=self._max_burst)
         wiring.connect(m, request=wiring.flipped(self.req), segments=segments.req)
-        wiring.connect(m, segments=segments.segs, splitter=splitter.segs)
+        _connect_through_slice(m, segments.segs, splitter.segs)
 
         # Bursts whose data is still to be sent, and bursts (plus empty-request markers) whose
         # response is still to come. The second never holds fewer entries than the first.
