@@ -237,10 +237,12 @@ class ConvCore(wiring.Component):
         counters = {"g": g, "kx": kx, "ky": ky, "ox": ox, "oy": oy}
         # ``wraps[name]``: this loop and every inner one are at their last values (registers
         # too, kept from the flags' next values, so that the loops' chain of conditions is no
-        # chain of gates in front of the counters and the PLM address)
-        wraps = {name: Signal(name=f"{name}_wraps") for name, _ in loops}
-        # a loop steps when every inner loop is at its last value
+        # chain of gates in front of the counters and the PLM address; the innermost loop's
+        # is its own flag)
         names = [name for name, _ in loops]
+        wraps = {name: Signal(name=f"{name}_wraps") for name in names[1:]}
+        wraps["g"] = at_last["g"]
+        # a loop steps when every inner loop is at its last value
         steps = {"g": running}
         for inner, outer in itertools.pairwise(names):
             steps[outer] = running & wraps[inner]
@@ -250,8 +252,8 @@ class ConvCore(wiring.Component):
                    for name in names}
 
         def cumulative(flags):
-            result, total = [], 1
-            for name in names:
+            result, total = [], flags["g"]
+            for name in names[1:]:
                 total = total & flags[name]
                 result.append(wraps[name].eq(total))
             return result

@@ -88,9 +88,9 @@ class InputLoader(wiring.Component):
         left_4 = Signal(3)
         left_le4 = Signal()
         in_w_4 = Mux(cfg.in_w[2:].any(), 4, cfg.in_w[:2])
+        new_row = [left.eq(cfg.in_w), left_4.eq(in_w_4), left_le4.eq(cfg.in_w <= 4)]
         with m.If(self.start):
-            m.d.sync += [ptr.eq(0), left.eq(cfg.in_w), sub.eq(0),
-                         left_4.eq(in_w_4), left_le4.eq(cfg.in_w <= 4)]
+            m.d.sync += [ptr.eq(0), sub.eq(0), *new_row]
 
         count = Signal(3)
         span = Signal(3)                         # words of the beat (quarter) before the row's end
@@ -150,8 +150,7 @@ class InputLoader(wiring.Component):
                             left_le4.eq(Mux(row_ends, cfg.in_w <= 4, left <= k + 4)),
                         ]
             with m.If(limited):
-                m.d.sync += [ptr.eq(ptr + left_4), left.eq(cfg.in_w), left_4.eq(in_w_4),
-                             left_le4.eq(cfg.in_w <= 4)]
+                m.d.sync += [ptr.eq(ptr + left_4), *new_row]
             with m.If(cfg.narrow):
                 m.d.sync += sub.eq(Mux(take, 0, sub + 1))
         return m
