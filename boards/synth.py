@@ -228,10 +228,14 @@ def block_setup(block, device_name):
     return (factory, *resolved, dsp)
 
 
-def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES):
+def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
+               net_timings=False):
     """Synthesise and place-and-route ``block`` on ``device_name``, giving nextpnr at most
     ``route_minutes`` minutes; return a :class:`SynthResult` (cached unless ``force``; a
-    cached result that ran out of a shorter limit is rebuilt)."""
+    cached result that ran out of a shorter limit is rebuilt). With ``net_timings`` nextpnr
+    also writes every routed net's delays into the build's ``report.json``
+    (``--detailed-timing-report``: a report option, so the result and its cache entry are the
+    same as without it)."""
     factory, params, description, dsp = block_setup(block, device_name)
     if not route_minutes > 0:
         raise ValueError(f"route_minutes must be positive, not {route_minutes}")
@@ -249,6 +253,8 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES):
     tools = {key: value for key, value in asdict(device).items() if key != "family"}
     flow = json.dumps([tools, synth_command, nextpnr_command], sort_keys=True)
     digest = hashlib.sha256((_canonical(design) + flow).encode()).hexdigest()[:16]
+    if net_timings:
+        nextpnr_command.append("--detailed-timing-report")
     work = BUILD_ROOT / "synth" / f"{block}-{device_name}-{digest}"
     cached = work / "result.json"
     if cached.exists() and not force:
@@ -360,6 +366,9 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true", help="ignore cached results")
     parser.add_argument("--route-minutes", type=float, default=ROUTE_MINUTES,
                         help=f"time nextpnr is given per block (default {ROUTE_MINUTES})")
+    parser.add_argument("--net-timings", action="store_true",
+                        help="keep nextpnr's routed net delays in each build's report.json "
+                        "(for finding the slow paths beyond the critical one)")
     parser.add_argument("--write-results", action="store_true",
                         help="rewrite the synthesis section of docs/results.md")
     args = parser.parse_args(argv)
@@ -369,7 +378,8 @@ def main(argv=None):
         for block in args.blocks or STANDARD[device]:
             print(f"synthesising {block} for {device} ...", file=sys.stderr, flush=True)
             results.append(synthesize(block, device, force=args.force,
-                                      route_minutes=args.route_minutes))
+                                      route_minutes=args.route_minutes,
+                                      net_timings=args.net_timings))
     table = format_table(results)
     print(table)
     cost = precision_cost(results)

@@ -91,3 +91,19 @@ def test_readme_states_the_route_limit():
     from sim.toolchain import PROJECT_ROOT
 
     assert f"nextpnr gets {ROUTE_MINUTES} min per block" in (PROJECT_ROOT / "README.md").read_text()
+
+
+def test_net_timings_are_a_report_option_of_the_same_build(tmp_path, monkeypatch):
+    import json
+
+    import boards.synth as synth
+
+    monkeypatch.setattr(synth, "BUILD_ROOT", tmp_path)
+    result = synth.synthesize("st_mul", "ice40-up5k", net_timings=True)
+    assert result.fmax_mhz is not None
+    (work,) = tmp_path.glob("synth/st_mul-ice40-up5k-*")
+    nets = json.loads((work / "report.json").read_text())["detailed_net_timings"]
+    assert nets and all("endpoints" in net for net in nets)
+    # the cache entry is the build's: asking without the option reuses it
+    assert synth.synthesize("st_mul", "ice40-up5k") == result
+    assert len(list(tmp_path.glob("synth/*"))) == 1
