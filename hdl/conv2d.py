@@ -771,6 +771,13 @@ class Conv2DAccelerator(wiring.Component):
         for field in ("multiplier", "shift"):
             chosen = _per_pe_select(comp_in_bank, [getattr(q, field) for q in q_regs])
             m.d.comb += [getattr(done_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
+        # The per-tile fields pass a register of their own on the way to the copy, so that
+        # the clamp's comparison and the bank choice are not in front of the copy's enable.
+        # It follows every cycle: the copy is made the cycle after ``core_go``, and from
+        # ``core_go`` on the command, its bank and the bank's parameters hold still.
+        tile_q = {field: Signal.like(getattr(done_q, field), name=f"tile_{field}")
+                  for field in ("zero_point", "low", "high")}
+        m.d.sync += [reg.eq(getattr(done_q, field)) for field, reg in tile_q.items()]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
         # The copy is made the cycle after the core starts, from a register per PE (an enable
@@ -784,8 +791,8 @@ class Conv2DAccelerator(wiring.Component):
                      q_copy.enable.eq(1)]
         for k in range(2):
             with m.If(q_copy.q[0][k]):
-                m.d.sync += [store_q[k].zero_point.eq(done_q.zero_point),
-                             store_q[k].low.eq(done_q.low), store_q[k].high.eq(done_q.high)]
+                m.d.sync += [getattr(store_q[k], field).eq(reg)
+                             for field, reg in tile_q.items()]
             for pe in range(pes):
                 with m.If(q_copy.q[pe][k]):
                     m.d.sync += [store_q[k].multiplier[pe].eq(done_q.multiplier[pe]),

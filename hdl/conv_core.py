@@ -171,17 +171,22 @@ class ConvCore(wiring.Component):
                                           stages=self._stages, acc_width=ACC_BITS,
                                           dsp=self._dsp)
 
-        # --- per-command constants (two setup cycles) --------------------------------------
+        # --- per-command constants (three setup cycles) ------------------------------------
         # Every product is a DSP block between two registers, and the sums using products
         # come a cycle later: a product feeding an adder would be a long path for one cycle's
-        # work per command.
+        # work per command. The first cycle copies the command's factors into registers of
+        # their own, which the placer can put beside the DSP blocks: the command record
+        # feeds the whole core, and a DSP fed straight from it was a long path too.
+        factors = {name: Signal.like(getattr(cmd, name), name=f"factor_{name}")
+                   for name in ("in_w", "groups", "out_h", "out_w", "stride_w", "stride_h",
+                                "pad_left", "pad_top")}
         row_words = Signal(in_bits + 1)          # words per input row
         row_step = Signal(in_bits + 2)           # words between output rows' windows
         pix_step = Signal(in_bits + 2)           # words between output pixels' windows
         top = Signal(in_bits)                    # pad_top * row_words (modulo the PLM size)
         left = Signal(in_bits)                   # pad_left * groups (modulo the PLM size)
         last_pixel = Signal(2 * _DIM)            # out_h * out_w, then out_h * out_w - 1
-        setup = Signal(2)
+        setup = Signal(range(5))                 # 1..4 while setting up, 0 otherwise
         running = Signal()
 
         # --- loop counters (stage A: the tap whose operands are being read) ----------------
@@ -221,16 +226,20 @@ class ConvCore(wiring.Component):
             with m.If(setup == 1):
                 m.d.sync += [before_last[name].eq(count - 2), single[name].eq(count == 1)]
         with m.If(setup == 1):
-            m.d.sync += [row_words.eq(cmd.in_w * cmd.groups),
-                         last_pixel.eq(cmd.out_h * cmd.out_w),
-                         pix_step.eq(cmd.stride_w * cmd.groups),
-                         left.eq(cmd.pad_left * cmd.groups), setup.eq(2)]
+            m.d.sync += [factor.eq(getattr(cmd, name)) for name, factor in factors.items()]
+            m.d.sync += setup.eq(2)
+        f = factors
         with m.If(setup == 2):
+            m.d.sync += [row_words.eq(f["in_w"] * f["groups"]),
+                         last_pixel.eq(f["out_h"] * f["out_w"]),
+                         pix_step.eq(f["stride_w"] * f["groups"]),
+                         left.eq(f["pad_left"] * f["groups"]), setup.eq(3)]
+        with m.If(setup == 3):
             m.d.sync += [
-                row_step.eq(cmd.stride_h * row_words),
-                top.eq(cmd.pad_top * row_words),
+                row_step.eq(f["stride_h"] * row_words),
+                top.eq(f["pad_top"] * row_words),
                 last_pixel.eq(last_pixel - 1),
-                setup.eq(3),
+                setup.eq(4),
             ]
         # word address of the window of pixel (0, 0); padded taps' addresses may wrap
         origin = (-top - left)[:in_bits]
@@ -258,7 +267,7 @@ class ConvCore(wiring.Component):
                 result.append(wraps[name].eq(total))
             return result
 
-        with m.If(setup == 3):
+        with m.If(setup == 4):
             m.d.sync += [at_last[name].eq(single[name]) for name in names]
             m.d.sync += cumulative(single)
             m.d.sync += [

@@ -169,7 +169,7 @@ def test_core_matches_golden(case, acc_flag):
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
-    # one MAC per cycle, plus a fixed latency: 3 setup cycles, the PLM read, the operand
+    # one MAC per cycle, plus a fixed latency: 4 setup cycles, the PLM read, the operand
     # register, the PE row's input stage, the multipliers' stages and the accumulate stages'
     # read (``acc_latency``), register and write
-    assert cycles == macs + 9 + in_latency + acc_latency
+    assert cycles == macs + 10 + in_latency + acc_latency
