@@ -6,6 +6,9 @@ the accelerator drives or reads (see :func:`port_name`). :func:`csr_bank` builds
 accelerator build from plain data, for the Verilog generator and the testbenches.
 """
 
+import functools
+import operator
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -210,21 +213,26 @@ class CsrBank(wiring.Component):
                     set_ = getattr(self, f"{port_name(register.name, field.name)}_set")
                     m.d.sync += port.eq(set_ | (port & ~ones))
 
-        # Read: register the address when it is accepted, sample the selected register a cycle
-        # later (the fields come from all over the design: their multiplexer should not also
-        # follow the bus's address decode) and hold the response until it is taken.
+        # Read: decode the address as it is accepted and register which register it hits,
+        # sample the selected register a cycle later (the fields come from all over the
+        # design: their multiplexer should not also follow the bus's address decode) and
+        # hold the response until it is taken.
         ar_full = Signal()
-        ar_addr = Signal(len(bus.araddr))
-        read_hits, read_mapped = self._decode(m, ar_addr, "read")
+        address_hits, address_mapped = self._decode(m, bus.araddr, "read")
+        read_hits = Signal(len(address_hits))
+        read_mapped = Signal()
+        # (the address hits one register at most: an OR of the hit registers' values, a flat
+        # multiplexer, where a chain of conditional assignments would be a chain of gates)
         read_value = Signal(DATA_WIDTH)
-        for register, hit in zip(self._regmap, read_hits):
-            with m.If(hit):
-                m.d.comb += read_value.eq(self._read_value(register))
+        m.d.comb += read_value.eq(functools.reduce(operator.or_, (
+            Mux(hit, self._read_value(register), 0)
+            for register, hit in zip(self._regmap, read_hits))))
         m.d.comb += bus.arready.eq(~ar_full & ~bus.rvalid)
         with m.If(bus.rvalid & bus.rready):
             m.d.sync += bus.rvalid.eq(0)
         with m.If(bus.arvalid & bus.arready):
-            m.d.sync += [ar_full.eq(1), ar_addr.eq(bus.araddr)]
+            m.d.sync += [ar_full.eq(1), read_hits.eq(Cat(address_hits)),
+                         read_mapped.eq(address_mapped)]
         with m.If(ar_full):
             m.d.sync += [
                 ar_full.eq(0),
