@@ -44,7 +44,7 @@ from .axi import AXI4LiteSignature, AXI4Signature
 from .conv_core import ConvCore, core_command_layout
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma, dma_request_layout
-from .loaders import InputLoader, QuantLoader, WeightLoader
+from .loaders import InputLoader, QuantLoader, WeightLoader, input_beat_fields
 from .plm import InputPLM
 from .register_slice import RegisterSlice
 from .replica import Replicas
@@ -314,14 +314,25 @@ class Conv2DAccelerator(wiring.Component):
             m.d.sync += rd_err.eq(1)
 
         # Read beats pass a register slice on their way to the loaders: the DMA's beat fields
-        # (decoded from its in-flight FIFO) and the input loader's ready both end there.
-        m.submodules.rd_slice = rd_slice = RegisterSlice(dma.rd_data.payload.shape())
-        wiring.connect(m, dma=dma.rd_data, slice=rd_slice.i)
+        # (decoded from its in-flight FIFO) and the input loader's ready both end there. The
+        # input loader's fields derived from each beat are formed before it, so that the
+        # loader's ready and word count start from registers.
+        x_fields = input_beat_fields(dma.rd_data.payload, x_loader.cfg)
+        m.submodules.rd_slice = rd_slice = RegisterSlice(data.StructLayout({
+            "beat": dma.rd_data.payload.shape(),
+            "x": data.StructLayout({name: len(value) for name, value in x_fields.items()}),
+        }))
+        m.d.comb += [
+            rd_slice.i.valid.eq(dma.rd_data.valid),
+            rd_slice.i.payload.beat.eq(dma.rd_data.payload),
+            *[getattr(rd_slice.i.payload.x, name).eq(v) for name, v in x_fields.items()],
+            dma.rd_data.ready.eq(rd_slice.i.ready),
+        ]
         beats = rd_slice.o
         # a completion may overtake its last beats (held in the slice): reads are over when
         # both have drained
         reads_idle = (rd_pending == 0) & ~beats.valid
-        beat = beats.payload
+        beat = beats.payload.beat
         f_bank = Signal()                # operand bank the front end loads next
         loaders = [(x_loader, beat.tag == _TAG_INPUT), (w_loader, beat.tag == _TAG_WEIGHTS)]
         loaders += [(q_loaders[k], (beat.tag == _TAG_QUANT) & (f_bank == k)) for k in range(2)]
@@ -333,6 +344,8 @@ class Conv2DAccelerator(wiring.Component):
                 target.seg_last.eq(beat.seg_last), target.last.eq(beat.last),
                 target.err.eq(beat.err),
             ]
+        m.d.comb += [getattr(x_loader.beats.payload, name).eq(getattr(beats.payload.x, name))
+                     for name in x_fields]
         m.d.comb += beats.ready.eq(Mux(beat.tag == _TAG_INPUT, x_loader.beats.ready, 1))
         desc_raw = Signal(DESCRIPTOR_BEATS * 8 * BEAT_BYTES)
         with m.If(beats.valid & (beat.tag == _TAG_DESC)):

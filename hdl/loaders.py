@@ -27,8 +27,8 @@ from .params import check_int
 from .plm import LANES, input_write_layout
 from .replica import Replicas
 
-__all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_loader_config",
-           "quant_registers_layout"]
+__all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_beat_fields",
+           "input_beat_layout", "input_loader_config", "quant_registers_layout"]
 
 def _bits(count):
     return max(1, (count - 1).bit_length())
@@ -45,6 +45,31 @@ def input_loader_config():
     })
 
 
+def input_beat_layout():
+    """A DMA read beat (``hdl.dma.dma_read_data_layout``, no tag) as the input loader takes
+    it, with three fields derived from it ahead of the loader by :func:`input_beat_fields`:
+    ``words`` (3: ST words from ``lo`` to ``hi``, in ``words`` mode), ``last_quarter`` (2: the
+    last quarter of the beat that holds a pixel) and ``tail`` (3: its pixels, 1 to 4; both in
+    ``narrow`` mode)."""
+    fields = dict(dma_read_data_layout().members)
+    fields.update(words=unsigned(3), last_quarter=unsigned(2), tail=unsigned(3))
+    return data.StructLayout(fields)
+
+
+def input_beat_fields(beat, cfg):
+    """The derived fields of :func:`input_beat_layout` for ``beat`` (a DMA read beat) under
+    the loader configuration ``cfg`` (:func:`input_loader_config`), as a dict of values.
+
+    They are computed before a register stage on the loader's way (the read slice), so that
+    the loader's ``ready`` and word count, which enable and feed long paths, start from
+    registers: in ``narrow`` mode a beat holds ``hi`` (bytes) or ``2*hi`` (nibbles) pixels,
+    from pixel 0, taken in quarters of up to four."""
+    pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)
+    return {"words": ((beat.hi - beat.lo) >> 1)[:3],
+            "last_quarter": ((pixels - 1) >> 2)[:2],
+            "tail": (pixels - 1)[:2] + 1}
+
+
 class InputLoader(wiring.Component):
     """Input tile beats -> :class:`hdl.plm.InputPLM` writes (see the module docstring).
 
@@ -59,7 +84,9 @@ class InputLoader(wiring.Component):
         Pulse: the next beats fill bank ``cfg.bank`` from word 0 (``cfg.in_w`` is taken at
         the pulse).
     cfg : ``In(input_loader_config())``
-    beats : ``In(stream.Signature(dma_read_data_layout()))``
+    beats : ``In(stream.Signature(input_beat_layout()))``
+        The request's beats with their derived fields (:func:`input_beat_fields`, under
+        ``cfg``).
     wr, wr_en : ``Out(input_write_layout(...))``, ``Out(1)``
     done : ``Out(1)``
         Pulse when the request's last beat has been written.
@@ -71,7 +98,7 @@ class InputLoader(wiring.Component):
         super().__init__({
             "start": In(1),
             "cfg": In(input_loader_config()),
-            "beats": In(stream.Signature(dma_read_data_layout())),
+            "beats": In(stream.Signature(input_beat_layout())),
             "wr": Out(input_write_layout(self._word_bits + 1)),
             "wr_en": Out(1),
             "done": Out(1),
@@ -99,23 +126,22 @@ class InputLoader(wiring.Component):
         take = Signal()                          # the beat is consumed this cycle
         with m.If(~cfg.narrow):
             first = beat.lo[1:]                  # first word of the beat that belongs
-            m.d.comb += [span.eq((beat.hi - beat.lo) >> 1), count.eq(span), take.eq(1)]
+            m.d.comb += [span.eq(beat.words), count.eq(span), take.eq(1)]
             for k in range(LANES):
                 m.d.comb += words[k].eq(beat.data.word_select(first + k, OPERAND_WIDTH))
         with m.Else():
             # Pixels 4*sub .. 4*sub+3 of the beat; those that belong (before ``hi`` and within
             # the row) form a prefix of ``count`` = min(left, pixels - 4*sub, 4) pixels, and the
-            # beat is taken once at most four of its pixels remain, min(left, pixels - 4*sub)
-            # <= 4. Both head long paths (``count`` the address and row counters' adders,
-            # ``take`` the DMA read slice's ready, which enables its registers), so neither
-            # subtracts: pixels - 4*sub is at least 4 exactly when pixels >= 4*sub + 4, and
-            # below that it is the pixels modulo 4.
+            # beat is taken with its last quarter or once the row ends within this one
+            # (``left`` <= 4). Both head long paths (``count`` the address and row counters'
+            # adders, ``take`` the DMA read slice's ready, which enables its registers), so
+            # both come from registers: the beat's last quarter and its pixels arrive with it.
             first = sub * 4
-            pixels = Mux(cfg.nibble, beat.hi << 1, beat.hi)     # pixels the beat holds
-            beat_4 = Mux(pixels >= first + 4, 4, pixels[:2])    # min(pixels - first, 4)
+            at_tail = sub == beat.last_quarter
+            beat_4 = Mux(at_tail, beat.tail, 4)                 # min(pixels - first, 4)
             m.d.comb += [span.eq(beat_4), limited.eq(left_4 < beat_4),
                          count.eq(Mux(limited, left_4, beat_4)),
-                         take.eq(left_le4 | (pixels <= first + 4))]
+                         take.eq(left_le4 | at_tail)]
             for k in range(LANES):
                 nibble = beat.data.word_select(first + k, 4)
                 byte = beat.data.word_select(first + k, 8)
@@ -251,7 +277,13 @@ class QuantLoader(wiring.Component):
         beat = self.beats.payload
         # no reset: the registers matter only after a block (whose start clears them)
         q = Signal(quant_registers_layout(self._pes), reset_less=True)
-        index = Signal(10)                       # beat of the block
+        # Where the next beat goes, kept as flags rather than decoded from a beat count: the
+        # decode (a subtraction and a comparison per PE) would head the write enables of
+        # every register. The block is a header beat, then per channel a bias-and-multiplier
+        # beat and a shift beat; channels beyond the PEs shift ``channel`` out to zero.
+        header = Signal()                        # the next beat is the header
+        second = Signal()                        # the next beat is a channel's shift beat
+        channel = Signal(self._pes)              # one-hot: the channel of the next beat
         m.d.comb += [self.q.eq(q), self.beats.ready.eq(1),
                      self.done.eq(self.beats.valid & beat.last)]
         # Clearing reaches every register (over a thousand flip-flops for 16 PEs), so it is
@@ -267,23 +299,25 @@ class QuantLoader(wiring.Component):
             with m.If(clear.q[pe]):
                 m.d.sync += [q.bias[pe].eq(0), q.multiplier[pe].eq(0), q.shift[pe].eq(0)]
         with m.If(self.start):
-            m.d.sync += index.eq(0)
+            m.d.sync += header.eq(1)
         with m.Elif(self.beats.valid):
-            m.d.sync += index.eq(index + 1)
+            m.d.sync += [header.eq(0), second.eq(~header & ~second)]
+            with m.If(header):
+                m.d.sync += channel.eq(1)
+            with m.Elif(second):
+                m.d.sync += channel.eq(channel << 1)
         # Beats are written whatever ``start`` is, so that it enables none of the registers: a
         # beat in the cycle of ``start`` (not part of the block) is removed by the clear.
         with m.If(self.beats.valid):
             d = beat.data
-            with m.If(index == 0):
+            with m.If(header):
                 m.d.sync += [q.zero_point.eq(d[0:16]), q.act_min.eq(d[16:32]),
                              q.act_max.eq(d[32:48]), q.double.eq(d[48]),
                              q.channels.eq(d[56:64] + 1)]
-            with m.Else():
-                channel = (index - 1) >> 1
-                for pe in range(self._pes):
-                    with m.If(channel == pe):
-                        with m.If(index[0]):
-                            m.d.sync += [q.bias[pe].eq(d[0:32]), q.multiplier[pe].eq(d[32:63])]
-                        with m.Else():
-                            m.d.sync += q.shift[pe].eq(d[0:8])
+            for pe in range(self._pes):
+                with m.If(~header & channel[pe]):
+                    with m.If(second):
+                        m.d.sync += q.shift[pe].eq(d[0:8])
+                    with m.Else():
+                        m.d.sync += [q.bias[pe].eq(d[0:32]), q.multiplier[pe].eq(d[32:63])]
         return m
