@@ -148,8 +148,9 @@ class STMultiplier(wiring.Component):
         Pipeline register stages from input to output, 0 (combinational) to 4. Stage 1 registers
         the output and stage 2 the nibble (or DSP) products; stage 3 registers the partial sums
         of the LUT build and the DSP operands of the DSP build; stage 4 registers the inputs of
-        the LUT build and, in the DSP build, the DSP products once more in the logic fabric
-        (the routing out of the DSP blocks is then a path of its own).
+        the LUT build and, in the DSP build, the DSP products at their configuration's
+        weights in the logic fabric (the routing out of the DSP blocks and the weight's
+        multiplexer are then a path of their own, the adders another).
     dsp : bool
         Build several configurations from DSP blocks rather than LUTs (see above).
     user_width : int
@@ -389,13 +390,12 @@ class STMultiplier(wiring.Component):
             for k, (x, y) in enumerate(operands):
                 m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(UNIT_OPERAND_WIDTH)
                 m.d.comb += [unit.x.eq(x), unit.y.eq(y), unit.enable.eq(advance)]
-                # Stage 4 boundary: the products again, in the fabric.
-                products.append(stage(4, unit.product, f"u{k}_s4"))
+                products.append(unit.product)
         else:
             # Stage 2 boundary: the products, straight out of the DSP blocks.
             products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
                         for k, (x, y) in enumerate(operands)]
-        side = stage_side(4, stage_side(2, stage_side(3, side)))
+        side = stage_side(2, stage_side(3, side))
 
         # The sum is taken modulo 2**product_width, which holds every result exactly.
         terms = []
@@ -406,7 +406,11 @@ class STMultiplier(wiring.Component):
                     if slots[k] is not None:
                         with m.Case(p):
                             m.d.comb += term.eq(value << slots[k][2])
-            terms.append(term)
+            # Stage 4 boundary: the products at their weights, in the fabric (the routing
+            # out of the DSP blocks and the choice of weight, then the adders, each a path
+            # of its own).
+            terms.append(stage(4, term, f"weighted{k}_s4"))
+        side = stage_side(4, side)
         # A balanced tree: two adders deep rather than three.
         while len(terms) > 1:
             terms = [terms[t] + terms[t + 1] if t + 1 < len(terms) else terms[t]
