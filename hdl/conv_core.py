@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
+from .dsp import PipelinedMultiplier
 from .params import check_int
 from .pe import PERow
 from .replica import Replicas
@@ -45,6 +46,12 @@ _DIM = 16          # descriptor width of tile dimensions
 def _bits(count):
     """Address bits for ``count`` entries."""
     return max(1, (count - 1).bit_length())
+
+
+def _narrow_product(narrow, value):
+    """``narrow * value`` as a sum of shifted copies of ``value``, one per bit of ``narrow``
+    (a few bits): adders in the fabric, not a DSP block."""
+    return sum(Mux(narrow[bit], value << bit, 0) for bit in range(len(narrow)))
 
 
 def core_command_layout(in_words):
@@ -172,14 +179,19 @@ class ConvCore(wiring.Component):
                                           dsp=self._dsp)
 
         # --- per-command constants (three setup cycles) ------------------------------------
-        # Every product is a DSP block between two registers, and the sums using products
-        # come a cycle later: a product feeding an adder would be a long path for one cycle's
-        # work per command. The first cycle copies the command's factors into registers of
-        # their own, which the placer can put beside the DSP blocks: the command record
-        # feeds the whole core, and a DSP fed straight from it was a long path too.
+        # The two wide products come out of DSP blocks with their own operand and product
+        # registers (``PipelinedMultiplier``), two cycles after the start: a DSP block
+        # between fabric registers is a long path wherever the placer puts it. The narrow
+        # factors (strides, pads) multiply by shifts and additions, from registers of their
+        # own copied in the first setup cycle, and the sums using products come a cycle later.
+        wide = max(len(cmd.in_w), len(cmd.groups), len(cmd.out_h), len(cmd.out_w)) + 1
+        m.submodules.row_words_mul = row_words_mul = PipelinedMultiplier(wide)
+        m.submodules.pixels_mul = pixels_mul = PipelinedMultiplier(wide)
+        m.d.comb += [row_words_mul.x.eq(cmd.in_w), row_words_mul.y.eq(cmd.groups),
+                     pixels_mul.x.eq(cmd.out_h), pixels_mul.y.eq(cmd.out_w),
+                     row_words_mul.enable.eq(1), pixels_mul.enable.eq(1)]
         factors = {name: Signal.like(getattr(cmd, name), name=f"factor_{name}")
-                   for name in ("in_w", "groups", "out_h", "out_w", "stride_w", "stride_h",
-                                "pad_left", "pad_top")}
+                   for name in ("groups", "stride_w", "stride_h", "pad_left", "pad_top")}
         row_words = Signal(in_bits + 1)          # words per input row
         row_step = Signal(in_bits + 2)           # words between output rows' windows
         pix_step = Signal(in_bits + 2)           # words between output pixels' windows
@@ -230,14 +242,15 @@ class ConvCore(wiring.Component):
             m.d.sync += setup.eq(2)
         f = factors
         with m.If(setup == 2):
-            m.d.sync += [row_words.eq(f["in_w"] * f["groups"]),
-                         last_pixel.eq(f["out_h"] * f["out_w"]),
-                         pix_step.eq(f["stride_w"] * f["groups"]),
-                         left.eq(f["pad_left"] * f["groups"]), setup.eq(3)]
+            # (the DSP products of the command as it was at the start)
+            m.d.sync += [row_words.eq(row_words_mul.product),
+                         last_pixel.eq(pixels_mul.product),
+                         pix_step.eq(_narrow_product(f["stride_w"], f["groups"])),
+                         left.eq(_narrow_product(f["pad_left"], f["groups"])), setup.eq(3)]
         with m.If(setup == 3):
             m.d.sync += [
-                row_step.eq(f["stride_h"] * row_words),
-                top.eq(f["pad_top"] * row_words),
+                row_step.eq(_narrow_product(f["stride_h"], row_words)),
+                top.eq(_narrow_product(f["pad_top"], row_words)),
                 last_pixel.eq(last_pixel - 1),
                 setup.eq(4),
             ]
