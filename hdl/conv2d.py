@@ -191,7 +191,8 @@ class Conv2DAccelerator(wiring.Component):
                                      tag_width=_TAG_WIDTH)
         wiring.connect(m, wiring.flipped(self.bus), dma.bus)
         # the input PLM registers its block RAMs' outputs (see hdl.plm); the core aligns
-        m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2)
+        m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2,
+                                                      write_latency=1)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
                                             stages=self._pe_stages, dsp=config.pe_dsp,
@@ -270,9 +271,10 @@ class Conv2DAccelerator(wiring.Component):
 
         # counters: cleared by a start, counting while the list runs
         bus = dma.bus
-        # A beat's strobes are registered before their bytes are counted and added: the
-        # strobes come from the DMA writer's FIFO head through its burst logic, and neither
-        # the count nor the 64-bit adders should follow that in the same cycle.
+        # A beat's strobes are registered, then their count, before it is added: the strobes
+        # come from the DMA writer's FIFO head through its burst logic, and neither the count
+        # nor the 64-bit adder should follow that (or each other) in the same cycle. The
+        # count reaches the counter two cycles after its beat; the list's end is later still.
         read_beat = Signal()
         write_beat = Signal()
         strobes = Signal.like(bus.wstrb)
@@ -282,7 +284,7 @@ class Conv2DAccelerator(wiring.Component):
             strobes.eq(bus.wstrb),
         ]
         written = Signal(4)
-        m.d.comb += written.eq(sum(strobes[k] for k in range(BEAT_BYTES)))
+        m.d.sync += written.eq(Mux(write_beat, sum(strobes[k] for k in range(BEAT_BYTES)), 0))
         with m.If(start):
             m.d.sync += [c.eq(0) for c in counters.values()]
             m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
@@ -292,8 +294,7 @@ class Conv2DAccelerator(wiring.Component):
                 counters["MAC_CYCLES"].eq(counters["MAC_CYCLES"] + core.mac),
                 counters["BYTES_READ"].eq(counters["BYTES_READ"]
                                           + Mux(read_beat, BEAT_BYTES, 0)),
-                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"]
-                                             + Mux(write_beat, written, 0)),
+                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"] + written),
             ]
 
         # --- DMA read side: one request register, beats routed by tag -------------------------
@@ -604,14 +605,16 @@ class Conv2DAccelerator(wiring.Component):
                     m.d.sync += [req_valid.eq(1), x_loader.cfg.bank.eq(f_bank),
                                  w_loader.bank.eq(f_bank)]
                     m.next = "LOAD_X"
+            # Each load is requested a cycle after the previous one is issued: the request
+            # register's enable is then the state and ``req_valid``, not the DMA's ready.
             with m.State("LOAD_X"):
-                with m.If(issued):
+                with m.If(~req_valid):
                     m.d.sync += [req_valid.eq(1), req.addr.eq(d.w_addr),
                                  req.seg_bytes.eq(2 * pes * w_need), req.inner_count.eq(1),
                                  req.outer_count.eq(1), req.tag.eq(_TAG_WEIGHTS)]
                     m.next = "LOAD_W"
             with m.State("LOAD_W"):
-                with m.If(issued):
+                with m.If(~req_valid):
                     m.d.sync += [req_valid.eq(load_q), req.addr.eq(d.q_addr),
                                  req.seg_bytes.eq(BEAT_BYTES * (1 + 2 * d.out_c)),
                                  req.tag.eq(_TAG_QUANT)]

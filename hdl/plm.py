@@ -48,16 +48,20 @@ class InputPLM(wiring.Component):
 
     ``read_latency`` 2 registers every lane's block-RAM output before the lane multiplexer, so
     that the block RAM's clock-to-output delay (5.6 ns on the ECP5) is not followed by logic
-    in the same cycle; 1 is a plain synchronous read.
+    in the same cycle; 1 is a plain synchronous read. ``write_latency`` 1 registers the write
+    (``wr``, ``wr_en``) before the lanes' address adders and word multiplexers, so that
+    whatever forms it (a loader's beat unpacking) and the lane routing are separate paths; the
+    words are then written a cycle later (readable from the second cycle after ``wr_en``).
     """
 
-    def __init__(self, *, words=16384, banks=2, read_latency=1):
+    def __init__(self, *, words=16384, banks=2, read_latency=1, write_latency=0):
         self._words = check_int("words", words, minimum=LANES)
         if words % LANES:
             raise ValueError(f"words must be a multiple of {LANES}, not {words}")
         self._banks = check_int("banks", banks, minimum=1, maximum=2)
         self._addr_width = _bits(words) + (banks - 1)
         self._read_latency = check_int("read_latency", read_latency, minimum=1, maximum=2)
+        self._write_latency = check_int("write_latency", write_latency, minimum=0, maximum=1)
         super().__init__({
             "wr": In(input_write_layout(self._addr_width)),
             "wr_en": In(1),
@@ -68,6 +72,11 @@ class InputPLM(wiring.Component):
     @property
     def addr_width(self):
         return self._addr_width
+
+    @property
+    def write_latency(self):
+        """Cycles from a write's ``wr_en`` to the cycle its words are written (0 or 1)."""
+        return self._write_latency
 
     @property
     def read_latency(self):
@@ -84,6 +93,11 @@ class InputPLM(wiring.Component):
             bank = addr[word_bits:] if self._banks > 1 else 0
             return (addr[:word_bits] >> 2) | (bank << (word_bits - 2))
 
+        write, write_en = self.wr, self.wr_en
+        if self._write_latency:
+            write = Signal.like(self.wr, name="wr_q", reset_less=True)
+            write_en = Signal(name="wr_en_q")
+            m.d.sync += [write.eq(self.wr), write_en.eq(self.wr_en)]
         # the lane of the word being read, delayed to meet its data
         lane_rd = self.rd.addr[:2]
         for n in range(self._read_latency):
@@ -96,13 +110,13 @@ class InputPLM(wiring.Component):
             wr, rd = mem.write_port(), mem.read_port()
             # the word that lands in this lane, and its address
             k = Signal(2, name=f"k{lane}")
-            m.d.comb += k.eq(lane - self.wr.addr[:2])
+            m.d.comb += k.eq(lane - write.addr[:2])
             addr = Signal(self._addr_width, name=f"waddr{lane}")
             m.d.comb += [
-                addr.eq(self.wr.addr + k),
+                addr.eq(write.addr + k),
                 wr.addr.eq(row_of(addr)),
-                wr.data.eq(self.wr.words[k]),
-                wr.en.eq(self.wr_en & (k < self.wr.count)),
+                wr.data.eq(write.words[k]),
+                wr.en.eq(write_en & (k < write.count)),
                 rd.addr.eq(row_of(self.rd.addr)),
                 rd.en.eq(self.rd.en),
             ]

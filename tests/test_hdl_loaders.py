@@ -49,9 +49,10 @@ class InputHarness(wiring.Component):
 
     beats: In(stream.Signature(dma_read_data_layout()))
 
-    def __init__(self, words, read_latency):
+    def __init__(self, words, read_latency, write_latency):
         self.loader = InputLoader(words=words)
-        self.plm = InputPLM(words=words, read_latency=read_latency)
+        self.plm = InputPLM(words=words, read_latency=read_latency,
+                            write_latency=write_latency)
         super().__init__()
 
     def elaborate(self, platform):
@@ -83,15 +84,19 @@ def _programs():
         splits = (precision.lanes * 2,) if kw["cin"] > 2 * precision.lanes else ()
         # the PLM's two read latencies alternate
         latency = 1 + n % 2
-        name = f"{precision.label}_c{kw['cin']}_w{kw['size'][1]}_lat{latency}"
-        yield name, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits), latency
+        # and so do its write latencies, in the other order
+        write_latency = (n // 2) % 2
+        name = (f"{precision.label}_c{kw['cin']}_w{kw['size'][1]}_lat{latency}"
+                f"_wlat{write_latency}")
+        yield (name, conv2d_program(x, w, qb, cmd, row_splits=(2,), in_splits=splits),
+               latency, write_latency)
 
 
-@pytest.mark.parametrize("name,program,latency", list(_programs()), ids=lambda v: v
-                         if isinstance(v, str) else "")
-def test_input_loader_fills_the_plm_with_st_words(name, program, latency):
+@pytest.mark.parametrize("name,program,latency,write_latency", list(_programs()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_input_loader_fills_the_plm_with_st_words(name, program, latency, write_latency):
     words = 1024
-    dut = InputHarness(words, latency)
+    dut = InputHarness(words, latency, write_latency)
     rng = random.Random(name)
     checked = []
 
