@@ -17,7 +17,7 @@ ready chain: the requantizer never stalls (elements are decided only against cre
 FIFO behind it), and the DMA writer's ready reaches only that FIFO's read side.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -278,16 +278,26 @@ class StoreUnit(wiring.Component):
             m.d.sync += out_valid.eq(0)
             with m.If(ended):
                 m.d.sync += [busy.eq(0), ended.eq(0)]
-        with m.If(self.start & ~busy):
-            m.d.sync += [buf.eq(0), pos.eq(cfg.lane * 8)]
-
+        # The element width, its mask and the positions from which an element fills the beat
+        # are registered at the start (``cfg`` holds still): whether the beat is full then
+        # is a comparison of ``pos`` with a register, not an addition and a comparison after
+        # the configuration's decode, in front of the 64-bit beat registers' enables.
         width = Signal(5)
-        m.d.comb += width.eq(Mux(cfg.out_bits == 0, 4, Mux(cfg.out_bits == 1, 8, 16)))
+        mask = Signal(16)
+        full_from = Signal(7)                    # pos + width >= 64 from here on
+        full_aligned_from = Signal(7)            # likewise, rounded up to a byte
+        widths = Array([4, 8, 16, 16])
+        with m.If(self.start & ~busy):
+            m.d.sync += [buf.eq(0), pos.eq(cfg.lane * 8),
+                         width.eq(widths[cfg.out_bits]),
+                         mask.eq(Array([0xF, 0xFF, 0xFFFF, 0xFFFF])[cfg.out_bits]),
+                         full_from.eq(64 - widths[cfg.out_bits]),
+                         full_aligned_from.eq(57 - widths[cfg.out_bits])]
+
         packed = Signal(16)
         out_flags = Signal(_FLAGS)
         value = results.r_data[:16]
         m.d.comb += out_flags.eq(results.r_data[16:])
-        mask = Mux(cfg.out_bits == 0, 0xF, Mux(cfg.out_bits == 1, 0xFF, 0xFFFF))
         m.d.comb += packed.eq(Mux(out_flags.zero, 0, value & mask))
         merged = Signal(64)
         m.d.comb += merged.eq(buf | (packed << pos)[:64])
@@ -295,12 +305,14 @@ class StoreUnit(wiring.Component):
         m.d.comb += after.eq(pos + width)
         with m.If(out_flags.align):
             m.d.comb += after.eq((pos + width + 7) & ~7)
+        full = Signal()                          # after >= 64
+        m.d.comb += full.eq(Mux(out_flags.align, pos >= full_aligned_from, pos >= full_from))
         m.d.comb += [
             results.r_en.eq(~out_valid | self.beats.ready),
             popped.eq(results.r_en & results.r_rdy),
         ]
         with m.If(popped):
-            with m.If(out_flags.flush | (after >= 64)):
+            with m.If(out_flags.flush | full):
                 m.d.sync += [out_valid.eq(1), out_data.eq(merged), buf.eq(0),
                              pos.eq(Mux(out_flags.flush, out_flags.lane * 8, 0)),
                              ended.eq(out_flags.last)]

@@ -161,6 +161,16 @@ def _custom_descriptors():
                                    stride=(1, 1), pad=(1, 1, 1, 1))
     program = conv2d_program(x, w, qb, cmd)
     yield "merged-nibble-rows", program, replace(program.descriptors[0], out_row_stride=8)
+    # merged rows that end 56 bits into a beat, where the next row goes on in the same beat
+    # (the packer must not take the rounded-up position for a full beat)
+    for precision, bits, width in ((Precision.A4W4, 4, 14), (Precision.A4W4, 4, 13),
+                                   (Precision.A8W8, 8, 7)):
+        x, w, qb, cmd, _ = random_conv(rng, precision, bits, cout=1, size=(4, width),
+                                       kernel=(3, 3), stride=(1, 1), pad=(1, 1, 1, 1))
+        program = conv2d_program(x, w, qb, cmd)
+        row = -(-width * bits // 8) * 8 // bits           # a row, rounded up to a byte
+        yield (f"merged-rows-o{bits}-w{width}", program,
+               replace(program.descriptors[0], out_row_stride=row))
 
 
 @pytest.mark.parametrize("name,program,desc", list(_custom_descriptors()),
