@@ -10,6 +10,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .dsp import PipelinedMultiplier
 from .params import check_int
 
 __all__ = ["DEFAULT_STAGES", "MAX_STAGES", "REGISTER_ORDER", "Requantizer"]
@@ -24,9 +25,11 @@ REGISTER_ORDER = ("out", "product", "operand", "high", "shifted", "partial", "of
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = len(REGISTER_ORDER)
 
-#: Pipeline stages of the default build: every boundary registered. On an ECP5 (speed grade 6)
-#: the open flow then reaches about 135 MHz, limited by the unregistered DSP blocks between the
-#: ``operand`` and ``product`` registers; with one boundary fewer it reaches about 122 MHz.
+#: Pipeline stages of the default build: every boundary registered. With the ``operand`` and
+#: ``product`` boundaries, the four products are DSP blocks holding both registers
+#: (:class:`~hdl.dsp.PipelinedMultiplier`); on an ECP5 (speed grade 6) the open flow then
+#: reaches 147.1 MHz out of context (135.4 MHz with the blocks between fabric registers;
+#: ``python -m boards.synth requant``).
 DEFAULT_STAGES = MAX_STAGES
 
 _ACC_WIDTH = 32
@@ -205,15 +208,29 @@ class Requantizer(wiring.Component):
 
         # Four unsigned products of the halves: x = xh*2**16 + xl, M = mh*2**16 + ml, with x
         # read as unsigned (the sign is corrected with the partial sums).
+        widths = {"p_ll": 2 * _HALF, "p_hl": 2 * _HALF, "p_lh": 2 * _HALF - 1,
+                  "p_hh": 2 * _HALF - 1}
+
+        def halves(x, multiplier):
+            xl, xh = x[:_HALF], x[_HALF:]
+            ml, mh = multiplier[:_HALF], multiplier[_HALF:]
+            return {"p_ll": (xl, ml), "p_hl": (xh, ml), "p_lh": (xl, mh), "p_hh": (xh, mh)}
+
+        # With both the operand and the product boundary, each product is a
+        # PipelinedMultiplier: one DSP block holding both registers where the target has
+        # them (a DSP block between fabric registers is a long path wherever it is placed).
+        in_blocks = {"operand", "product"} <= registered
+        if in_blocks:
+            products = {}
+            for name, (a, b) in halves(x, payload.multiplier).items():
+                m.submodules[name] = unit = PipelinedMultiplier(_HALF + 1)
+                m.d.comb += [unit.x.eq(a), unit.y.eq(b), unit.enable.eq(advance)]
+                products[name] = comb(name, unsigned(widths[name]),
+                                      unit.product[:widths[name]])
         x, multiplier = pipe["x"], pipe["multiplier"]
-        xl, xh = x[:_HALF], x[_HALF:]
-        ml, mh = multiplier[:_HALF], multiplier[_HALF:]
-        products = {
-            "p_ll": comb("p_ll", unsigned(2 * _HALF), xl * ml),
-            "p_hl": comb("p_hl", unsigned(2 * _HALF), xh * ml),
-            "p_lh": comb("p_lh", unsigned(2 * _HALF - 1), xl * mh),
-            "p_hh": comb("p_hh", unsigned(2 * _HALF - 1), xh * mh),
-        }
+        if not in_blocks:
+            products = {name: comb(name, unsigned(widths[name]), a * b)
+                        for name, (a, b) in halves(x, multiplier).items()}
         # The clamp bounds less the zero point (17 bits), for the final comparisons
         # (low - zero_point - 1 = low + ~zero_point).
         bounds = {
@@ -223,7 +240,9 @@ class Requantizer(wiring.Component):
         }
         pipe = boundary("product", {
             **keep(*side, "zero_point", "low", "high", "exponent", "huge"), **bounds,
-            **products, "negative": x[-1], "multiplier": multiplier})
+            **({} if in_blocks else products), "negative": x[-1], "multiplier": multiplier})
+        if in_blocks:
+            pipe.update(products)        # (registered in their blocks)
 
         # x * M = a * 2**32 + b * 2**16 + c, with
         #   a = xh*mh - (M if x < 0 else 0)   (|a| < 2**31: signed 32 bits),
