@@ -44,6 +44,7 @@ from .axi import AXI4LiteSignature, AXI4Signature
 from .conv_core import ConvCore, core_command_layout
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma, dma_request_layout
+from .dsp import shift_add_product
 from .loaders import InputLoader, QuantLoader, WeightLoader, input_beat_fields
 from .plm import InputPLM
 from .register_slice import RegisterSlice
@@ -564,7 +565,7 @@ class Conv2DAccelerator(wiring.Component):
             steps = [
                 (d.in_h, d.in_w, hw),
                 (hw, groups, x_words),
-                (d.kernel_h * d.kernel_w, groups, w_need),
+                (shift_add_product(d.kernel_h, d.kernel_w), groups, w_need),
                 (out_h, out_w, o_pix),
                 (out_w, d.out_seg, o_row),
                 (groups, d.in_w, gw),

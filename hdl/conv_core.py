@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from .dsp import PipelinedMultiplier
+from .dsp import PipelinedMultiplier, shift_add_product
 from .params import check_int
 from .pe import PERow
 from .replica import Replicas
@@ -46,12 +46,6 @@ _DIM = 16          # descriptor width of tile dimensions
 def _bits(count):
     """Address bits for ``count`` entries."""
     return max(1, (count - 1).bit_length())
-
-
-def _narrow_product(narrow, value):
-    """``narrow * value`` as a sum of shifted copies of ``value``, one per bit of ``narrow``
-    (a few bits): adders in the fabric, not a DSP block."""
-    return sum(Mux(narrow[bit], value << bit, 0) for bit in range(len(narrow)))
 
 
 def core_command_layout(in_words):
@@ -245,12 +239,12 @@ class ConvCore(wiring.Component):
             # (the DSP products of the command as it was at the start)
             m.d.sync += [row_words.eq(row_words_mul.product),
                          last_pixel.eq(pixels_mul.product),
-                         pix_step.eq(_narrow_product(f["stride_w"], f["groups"])),
-                         left.eq(_narrow_product(f["pad_left"], f["groups"])), setup.eq(3)]
+                         pix_step.eq(shift_add_product(f["stride_w"], f["groups"])),
+                         left.eq(shift_add_product(f["pad_left"], f["groups"])), setup.eq(3)]
         with m.If(setup == 3):
             m.d.sync += [
-                row_step.eq(_narrow_product(f["stride_h"], row_words)),
-                top.eq(_narrow_product(f["pad_top"], row_words)),
+                row_step.eq(shift_add_product(f["stride_h"], row_words)),
+                top.eq(shift_add_product(f["pad_top"], row_words)),
                 last_pixel.eq(last_pixel - 1),
                 setup.eq(4),
             ]

@@ -15,17 +15,24 @@ portable description. The primitive's simulation model (the subset of its behavi
 is ``sim/models/ecp5_mult18x18d.v``, and the cocotb tests run both forms.
 """
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, Signal, signed
+from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import check_int
 from .target import is_ecp5
 
-__all__ = ["ECP5_DSP_WIDTH", "PipelinedMultiplier"]
+__all__ = ["ECP5_DSP_WIDTH", "PipelinedMultiplier", "shift_add_product"]
 
 #: Operand width of one ECP5 MULT18X18D, in bits.
 ECP5_DSP_WIDTH = 18
+
+
+def shift_add_product(narrow, value):
+    """``narrow * value`` (both unsigned) as a sum of shifted copies of ``value``, one per bit
+    of ``narrow`` (a few bits): adders in the fabric rather than a DSP block, which Yosys would
+    otherwise infer for any ``*`` and leave between fabric registers."""
+    return sum(Mux(narrow[bit], value << bit, 0) for bit in range(len(narrow)))
 
 
 class PipelinedMultiplier(wiring.Component):

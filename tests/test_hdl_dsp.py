@@ -7,10 +7,11 @@ multiplier, the PE row and the conv2d accelerator (``*_ecp5`` configurations).""
 import random
 
 import pytest
-from amaranth.hdl import Fragment
+from amaranth.back import rtlil
+from amaranth.hdl import Fragment, Module, Signal
 from amaranth.sim import Simulator
 
-from hdl.dsp import ECP5_DSP_WIDTH, PipelinedMultiplier
+from hdl.dsp import ECP5_DSP_WIDTH, PipelinedMultiplier, shift_add_product
 from hdl.target import Target, is_ecp5
 from tests.fragments import instances
 
@@ -79,3 +80,21 @@ def test_other_targets_get_the_portable_form():
 def test_width_is_checked():
     with pytest.raises(ValueError, match="width"):
         PipelinedMultiplier(ECP5_DSP_WIDTH + 1)
+
+
+def test_shift_add_product_is_the_product_and_takes_no_multiplier():
+    m = Module()
+    narrow, value, product = Signal(4), Signal(8), Signal(12)
+    m.d.comb += product.eq(shift_add_product(narrow, value))
+
+    async def bench(ctx):
+        for a in range(16):
+            for b in (0, 1, 2, 77, 128, 255):
+                ctx.set(narrow, a)
+                ctx.set(value, b)
+                assert ctx.get(product) == a * b, (a, b)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert "$mul" not in rtlil.convert(m, ports=[narrow, value, product])
