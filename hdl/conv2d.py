@@ -44,7 +44,7 @@ from .axi import AXI4LiteSignature, AXI4Signature
 from .conv_core import ConvCore, core_command_layout
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma, dma_request_layout
-from .dsp import shift_add_product
+from .dsp import PipelinedMultiplier, shift_add_product
 from .loaders import InputLoader, QuantLoader, WeightLoader, input_beat_fields
 from .plm import InputPLM
 from .register_slice import RegisterSlice
@@ -412,12 +412,11 @@ class Conv2DAccelerator(wiring.Component):
         gw = Signal(36)                  # groups * in_w
         x_block = Signal(36)
         s_block = Signal(36)
-        mul_a = Signal(_MUL_WIDTH)       # registered operands: the multiplier has a cycle
-        mul_b = Signal(_MUL_WIDTH)
-        mul_phase = Signal()             # 0: operands are registered; 1: the product is kept
+        # the shared multiplier: a DSP block holding its operand and product registers
+        m.submodules.multiplier = multiplier = PipelinedMultiplier(_MUL_WIDTH, is_signed=False)
+        mul_phase = Signal(2)            # 0: operands registered; 1: product; 2: it is kept
         mul_step = Signal(3)             # which of the products below
-        product = Signal(2 * _MUL_WIDTH)
-        m.d.comb += product.eq(mul_a * mul_b)
+        product = multiplier.product
 
         # input addressing (act_bits = 1 << a_shift)
         p_bits = Signal(36)
@@ -559,7 +558,8 @@ class Conv2DAccelerator(wiring.Component):
             with m.State("SEGS2"):
                 m.d.sync += segments2
                 m.next = "MUL"
-            # One product every two cycles through the shared multiplier (operands registered).
+            # One product every three cycles through the shared multiplier (its operands and
+            # product registered in the DSP block; a cycle to keep the product).
             # The products are steps of one state, so that the operands are chosen by a
             # three-bit counter rather than by a decode of the front end's state.
             steps = [
@@ -573,11 +573,11 @@ class Conv2DAccelerator(wiring.Component):
                 (s_seg, out_h, s_block),
             ]
             with m.State("MUL"):
-                with m.If((mul_step == 0) & ~mul_phase & (f_code != 0)):
+                with m.If((mul_step == 0) & (mul_phase == 0) & (f_code != 0)):
                     m.d.sync += fail(f_code)
                     m.next = "STOPPED"
-                with m.Elif(~mul_phase):
-                    m.d.sync += mul_phase.eq(1)
+                with m.Elif(mul_phase != 2):
+                    m.d.sync += mul_phase.eq(mul_phase + 1)
                 with m.Else():
                     with m.Switch(mul_step):
                         for n, (_, _, target) in enumerate(steps):
@@ -652,8 +652,9 @@ class Conv2DAccelerator(wiring.Component):
                     m.next = "IDLE"
         # The multiplier's operands are loaded every cycle from the step's sources (which
         # hold still from the step's first cycle on), so their enable is no state decode.
-        m.d.sync += [mul_a.eq(Array(a for a, _, _ in steps)[mul_step]),
-                     mul_b.eq(Array(b for _, b, _ in steps)[mul_step])]
+        m.d.comb += [multiplier.x.eq(Array(a for a, _, _ in steps)[mul_step]),
+                     multiplier.y.eq(Array(b for _, b, _ in steps)[mul_step]),
+                     multiplier.enable.eq(1)]
 
         # The decided command's records and its input request are written in the DECIDE cycle
         # whatever the decision (a failing command's are never used; nothing reads them in

@@ -15,7 +15,7 @@ portable description. The primitive's simulation model (the subset of its behavi
 is ``sim/models/ecp5_mult18x18d.v``, and the cocotb tests run both forms.
 """
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, signed
+from amaranth.hdl import ClockSignal, Const, Instance, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -36,32 +36,37 @@ def shift_add_product(narrow, value):
 
 
 class PipelinedMultiplier(wiring.Component):
-    """``product`` is ``x * y`` (both signed) two clock cycles after the operands: the operands
-    are registered, then the product, each register loading only when ``enable`` is high (so
-    the two stages hold together under back-pressure). The registers have no reset.
+    """``product`` is ``x * y`` two clock cycles after the operands: the operands are
+    registered, then the product, each register loading only when ``enable`` is high (so the
+    two stages hold together under back-pressure). The registers have no reset.
 
     Parameters
     ----------
     width : int
         Operand width in bits, 2 to :data:`ECP5_DSP_WIDTH`; the product has ``2 * width`` bits.
+    is_signed : bool
+        Whether the operands and the product are signed (default) or unsigned.
 
     Members
     -------
-    x, y : ``In(signed(width))``
+    x, y : ``In(signed(width))`` (``unsigned`` if not ``is_signed``)
         Operands.
     enable : ``In(1)``
         Clock enable of both register stages.
-    product : ``Out(signed(2 * width))``
+    product : ``Out(signed(2 * width))`` (``unsigned`` if not ``is_signed``)
         ``x * y`` of the operands registered two enabled cycles before.
     """
 
-    def __init__(self, width):
+    def __init__(self, width, *, is_signed=True):
         self._width = check_int("width", width, minimum=2, maximum=ECP5_DSP_WIDTH)
+        self._signed = bool(is_signed)
+        shape = signed if is_signed else unsigned
+        self._shape = shape
         super().__init__({
-            "x": In(signed(width)),
-            "y": In(signed(width)),
+            "x": In(shape(width)),
+            "y": In(shape(width)),
             "enable": In(1),
-            "product": Out(signed(2 * width)),
+            "product": Out(shape(2 * width)),
         })
 
     @property
@@ -74,24 +79,25 @@ class PipelinedMultiplier(wiring.Component):
         if is_ecp5(platform):
             self._ecp5_block(m)
             return m
-        x = Signal(signed(self._width), reset_less=True)
-        y = Signal(signed(self._width), reset_less=True)
-        product = Signal(signed(2 * self._width), reset_less=True)
+        x = Signal(self._shape(self._width), reset_less=True)
+        y = Signal(self._shape(self._width), reset_less=True)
+        product = Signal(self._shape(2 * self._width), reset_less=True)
         with m.If(self.enable):
             m.d.sync += [x.eq(self.x), y.eq(self.y), product.eq(x * y)]
         m.d.comb += self.product.eq(product)
         return m
 
     def _ecp5_block(self, m):
-        # Operands sign-extended to the block's 18 bits, signed mode; the input registers and
+        # Operands extended to the block's 18 bits, in its signed or unsigned mode (the
+        # SIGNEDA/SIGNEDB inputs, constant); the input registers and
         # the output register on CLK0 and CE0; the pipeline register bypassed (two stages, as
         # the portable form). C is unused in B_SHIFT mode and left unconnected.
         def pins(prefix, value, count):
             return {f"{prefix}{bit}": value[bit] for bit in range(count)}
 
-        a = Signal(signed(ECP5_DSP_WIDTH))
-        b = Signal(signed(ECP5_DSP_WIDTH))
-        p = Signal(signed(2 * ECP5_DSP_WIDTH))
+        a = Signal(self._shape(ECP5_DSP_WIDTH))
+        b = Signal(self._shape(ECP5_DSP_WIDTH))
+        p = Signal(self._shape(2 * ECP5_DSP_WIDTH))
         m.d.comb += [a.eq(self.x), b.eq(self.y), self.product.eq(p)]
         registers = {f"p_REG_{name}_{field}": value
                      for name in ("INPUTA", "INPUTB", "OUTPUT")
@@ -108,8 +114,8 @@ class PipelinedMultiplier(wiring.Component):
             i_CLK0=ClockSignal(),
             i_CE0=self.enable,
             i_RST0=Const(0),
-            i_SIGNEDA=Const(1),
-            i_SIGNEDB=Const(1),
+            i_SIGNEDA=Const(int(self._signed)),
+            i_SIGNEDB=Const(int(self._signed)),
             i_SOURCEA=Const(0),
             i_SOURCEB=Const(0),
             **{f"i_{name}": value for name, value in pins("A", a, ECP5_DSP_WIDTH).items()},

@@ -16,12 +16,17 @@ from hdl.target import Target, is_ecp5
 from tests.fragments import instances
 
 
+@pytest.mark.parametrize("is_signed", [True, False])
 @pytest.mark.parametrize("width", [2, 9, ECP5_DSP_WIDTH])
-def test_portable_form_multiplies_two_enabled_cycles_later(width):
+def test_portable_form_multiplies_two_enabled_cycles_later(width, is_signed):
     rng = random.Random(width)
-    dut = PipelinedMultiplier(width)
-    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    corners = [low, high, 0, -1]
+    dut = PipelinedMultiplier(width, is_signed=is_signed)
+    if is_signed:
+        low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+        corners = [low, high, 0, -1]
+    else:
+        low, high = 0, (1 << width) - 1
+        corners = [high, 0, 1, high >> 1]
     operands = [(x, y) for x in corners for y in corners]
     operands += [(rng.randint(low, high), rng.randint(low, high)) for _ in range(200)]
     enables = [rng.random() < 0.7 for _ in range(4 * len(operands))]
@@ -67,6 +72,10 @@ def test_ecp5_form_is_one_mult18x18d_with_its_own_registers():
     assert {f"A{i}" for i in range(18)} <= pins and {f"B{i}" for i in range(18)} <= pins
     assert {f"P{i}" for i in range(18)} <= pins
     assert not any(name.startswith("C") and name[1:].isdigit() for name in pins)
+    assert block.ports["SIGNEDA"][0].value == 1 and block.ports["SIGNEDB"][0].value == 1
+    fragment = Fragment.get(PipelinedMultiplier(9, is_signed=False), Target("ecp5"))
+    (block,) = [i for i in instances(fragment) if i.type == "MULT18X18D"]
+    assert block.ports["SIGNEDA"][0].value == 0 and block.ports["SIGNEDB"][0].value == 0
 
 
 def test_other_targets_get_the_portable_form():
