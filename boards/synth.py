@@ -261,7 +261,11 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
         fields = json.loads(cached.read_text())
         fields["description"] = description  # documentation, not part of the synthesis
         limit = fields.get("route_limit_min")
-        if limit is None or limit >= route_minutes:
+        report = work / "report.json"
+        # (a build made without the net delays is made again when they are asked for)
+        timings_kept = (not net_timings or not report.exists()
+                        or "detailed_net_timings" in json.loads(report.read_text()))
+        if (limit is None or limit >= route_minutes) and timings_kept:
             return SynthResult(**fields)
 
     work.mkdir(parents=True, exist_ok=True)

@@ -172,7 +172,7 @@ class ConvCore(wiring.Component):
                                           stages=self._stages, acc_width=ACC_BITS,
                                           dsp=self._dsp)
 
-        # --- per-command constants (three setup cycles) ------------------------------------
+        # --- per-command constants (setup cycles 1-3; the fourth starts the loops) --------
         # The two wide products come out of DSP blocks with their own operand and product
         # registers (``PipelinedMultiplier``), two cycles after the start: a DSP block
         # between fabric registers is a long path wherever the placer puts it. The narrow

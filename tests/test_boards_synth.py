@@ -107,3 +107,9 @@ def test_net_timings_are_a_report_option_of_the_same_build(tmp_path, monkeypatch
     # the cache entry is the build's: asking without the option reuses it
     assert synth.synthesize("st_mul", "ice40-up5k") == result
     assert len(list(tmp_path.glob("synth/*"))) == 1
+    # a build without them is made again when they are asked for
+    (work / "report.json").write_text(json.dumps({"fmax": {}}))
+    assert synth.synthesize("st_mul", "ice40-up5k") == result
+    again = synth.synthesize("st_mul", "ice40-up5k", net_timings=True)
+    assert (again.resources, again.fmax_mhz) == (result.resources, result.fmax_mhz)
+    assert "detailed_net_timings" in json.loads((work / "report.json").read_text())
