@@ -331,13 +331,21 @@ class Conv2DAccelerator(wiring.Component):
             dma.rd_data.ready.eq(rd_slice.i.ready),
         ]
         beats = rd_slice.o
-        # a completion may overtake its last beats (held in the slice): reads are over when
-        # both have drained
-        reads_idle = (rd_pending == 0) & ~beats.valid
         beat = beats.payload.beat
         f_bank = Signal()                # operand bank the front end loads next
+        # Quantization beats pass one more register per loader (its ready is always 1): the
+        # registers they write are spread over every PE, and the beat's tag decode should
+        # not be in front of their enables as well.
+        q_valid = Signal(2)
+        for k, loader in enumerate(q_loaders):
+            target = loader.beats.payload
+            m.d.sync += [q_valid[k].eq(beats.valid & (beat.tag == _TAG_QUANT) & (f_bank == k)),
+                         target.data.eq(beat.data), target.last.eq(beat.last)]
+            m.d.comb += loader.beats.valid.eq(q_valid[k])
+        # a completion may overtake its last beats (held in the slice, or in the register of
+        # a quantization loader): reads are over when all have drained
+        reads_idle = (rd_pending == 0) & ~beats.valid & ~q_valid.any()
         loaders = [(x_loader, beat.tag == _TAG_INPUT), (w_loader, beat.tag == _TAG_WEIGHTS)]
-        loaders += [(q_loaders[k], (beat.tag == _TAG_QUANT) & (f_bank == k)) for k in range(2)]
         for loader, selected in loaders:
             target = loader.beats.payload
             m.d.comb += [
