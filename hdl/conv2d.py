@@ -788,31 +788,38 @@ class Conv2DAccelerator(wiring.Component):
                    for k in range(2)]
         done_q = Signal(store_quant_layout(pes))
         q = data.View(q_regs[0].shape(), Mux(comp_in_bank[0], q_regs[1], q_regs[0]))
-        m.d.comb += [
-            done_q.zero_point.eq(q.zero_point),
-            done_q.low.eq(Mux(comp.relu & (q.zero_point > q.act_min), q.zero_point,
-                              q.act_min)),
-            done_q.high.eq(q.act_max),
-        ]
         for field in ("multiplier", "shift"):
             chosen = _per_pe_select(comp_in_bank, [getattr(q, field) for q in q_regs])
             m.d.comb += [getattr(done_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
-        # The per-tile fields pass a register of their own on the way to the copy, so that
-        # the clamp's comparison and the bank choice are not in front of the copy's enable.
-        # It follows every cycle: the copy is made the cycle after ``core_go``, and from
+        # The per-tile fields pass two registers of their own on the way to the copy: the
+        # bank's fields, then the clamp (with the ReLU comparison), so that neither the bank
+        # choice nor the comparison is in front of the other or of the copy's enable. They
+        # follow every cycle: the copy is made two cycles after ``core_go``, and from
         # ``core_go`` on the command, its bank and the bank's parameters hold still.
+        chosen_q = {field: Signal.like(getattr(q, field), name=f"chosen_{field}")
+                    for field in ("zero_point", "act_min", "act_max")}
+        chosen_relu = Signal()
+        m.d.sync += [reg.eq(getattr(q, field)) for field, reg in chosen_q.items()]
+        m.d.sync += chosen_relu.eq(comp.relu)
+        zero_point, act_min = chosen_q["zero_point"], chosen_q["act_min"]
         tile_q = {field: Signal.like(getattr(done_q, field), name=f"tile_{field}")
                   for field in ("zero_point", "low", "high")}
-        m.d.sync += [reg.eq(getattr(done_q, field)) for field, reg in tile_q.items()]
+        m.d.sync += [
+            tile_q["zero_point"].eq(zero_point),
+            tile_q["low"].eq(Mux(chosen_relu & (zero_point > act_min), zero_point, act_min)),
+            tile_q["high"].eq(chosen_q["act_max"]),
+        ]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
-        # The copy is made the cycle after the core starts, from a register per PE (an enable
-        # of every parameter bit of a bank; copy 0 also enables the per-tile fields). The store
-        # unit does not read that bank's set then: the core computes into an accumulator bank
-        # only once the store has released it, and the operand bank's parameters stay loaded
-        # until the hand-off.
+        # The copy is made two cycles after the core starts, from a register per PE (an
+        # enable of every parameter bit of a bank; copy 0 also enables the per-tile fields).
+        # The store unit does not read that bank's set then: the core computes into an
+        # accumulator bank only once the store has released it, and the operand bank's
+        # parameters stay loaded until the hand-off (at least the core's setup cycles later).
+        core_went = Signal()
+        m.d.sync += core_went.eq(core_go)
         m.submodules.q_copy = q_copy = Replicas(2, pes)
-        m.d.comb += [q_copy.d.eq(Mux(core_go & comp.q_flag,
+        m.d.comb += [q_copy.d.eq(Mux(core_went & comp.q_flag,
                                      Mux(comp.core.acc_bank, 0b10, 0b01), 0)),
                      q_copy.enable.eq(1)]
         for k in range(2):
