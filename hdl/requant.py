@@ -219,18 +219,19 @@ class Requantizer(wiring.Component):
         # With both the operand and the product boundary, each product is a
         # PipelinedMultiplier: one DSP block holding both registers where the target has
         # them (a DSP block between fabric registers is a long path wherever it is placed).
+        # (the blocks take the operands from before the operand boundary, ``*`` after it)
         in_blocks = {"operand", "product"} <= registered
-        if in_blocks:
-            products = {}
-            for name, (a, b) in halves(x, payload.multiplier).items():
+        operands = halves(x, payload.multiplier) if in_blocks else None
+        x, multiplier = pipe["x"], pipe["multiplier"]
+        products = {}
+        for name, (a, b) in (operands or halves(x, multiplier)).items():
+            if in_blocks:
                 m.submodules[name] = unit = PipelinedMultiplier(_HALF + 1)
                 m.d.comb += [unit.x.eq(a), unit.y.eq(b), unit.enable.eq(advance)]
-                products[name] = comb(name, unsigned(widths[name]),
-                                      unit.product[:widths[name]])
-        x, multiplier = pipe["x"], pipe["multiplier"]
-        if not in_blocks:
-            products = {name: comb(name, unsigned(widths[name]), a * b)
-                        for name, (a, b) in halves(x, multiplier).items()}
+                value = unit.product[:widths[name]]
+            else:
+                value = a * b
+            products[name] = comb(name, unsigned(widths[name]), value)
         # The clamp bounds less the zero point (17 bits), for the final comparisons
         # (low - zero_point - 1 = low + ~zero_point).
         bounds = {
