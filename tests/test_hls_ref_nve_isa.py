@@ -18,6 +18,7 @@ from hls_ref.nve.isa import (
     HOST_LUT_OFFSET,
     OPS,
     SLOTS,
+    ErrorCode,
     Instruction,
     MemOp,
     NveConfig,
@@ -140,15 +141,16 @@ def test_every_word_decodes_exactly_or_is_refused():
 @pytest.mark.parametrize("word, message", [
     (3 << 62, "MEMA opcode 3 is not defined"),
     (5 << 5, "IREG opcode 5 is not defined"),
-    (3 << 1, "ACT opcode 3 is not defined"),
+    (3 << 8, "WREG opcode 3 is not defined"),
     (1 << 51, "MEMA nop must have offset, update and mode 0"),
     (1 << 10, "MEMB nop must have offset, update and mode 0"),
-    (1, "ACT out needs an act.lo or act.hi"),
+    (1, r"ACT out needs an act \(act.lo, act.hi or act.ps\)"),
     (1 << 64, "does not fit 64 bits"),
 ])
 def test_invalid_words_are_refused(word, message):
-    with pytest.raises(NveError, match=message):
+    with pytest.raises(NveError, match=message) as error:
         decode(word)
+    assert error.value.code is ErrorCode.ILLEGAL_INSTRUCTION
 
 
 def test_word_helpers_put_element_k_at_the_low_end():
@@ -329,6 +331,22 @@ def test_check_program_refuses_bad_settings(program, message):
         check_program(program)
 
 
+def test_check_program_codes_follow_the_hardware_order():
+    illegal = 5 << 5
+    with pytest.raises(NveError) as error:  # the settings are checked before the words
+        check_program(Program((0, illegal), Settings(2, 1)))
+    assert (error.value.code, error.value.pc) == (ErrorCode.SETTINGS, None)
+    with pytest.raises(NveError) as error:
+        check_program(Program((0, illegal)))
+    assert (error.value.code, error.value.pc) == (ErrorCode.ILLEGAL_INSTRUCTION, 1)
+    # the rotation rule is a lint of strict loads: the hardware wraps the update instead
+    program = Program((encode(Instruction(MemOp("rd", 0, 4, 1))),), Settings(agu=[(1, 3)]))
+    with pytest.raises(NveError) as error:
+        check_program(program)
+    assert error.value.code is ErrorCode.AGU_ROTATION
+    assert len(check_program(program, strict=False)) == 1
+
+
 def test_settings_have_one_spelling():
     assert Settings(agu=[(3, 9), (0, 0)]) == Settings(agu=((3, 9),))
     assert Program(nops(3)).settings.loop_end == 2
@@ -344,6 +362,9 @@ def test_host_registers_leave_room_for_the_lut():
     assert regs["LOOP_END"].fields[0].width == DEFAULT_CONFIG.pc_bits
     assert regs["AGU7_TOGGLE"].offset == 0x074
     assert regs["PROGRAM_SIZE"].fields[0].width == 10  # holds 512
+    assert regs["ERROR"].field("pc").width == DEFAULT_CONFIG.pc_bits
+    assert max(ErrorCode) < 1 << regs["ERROR"].field("code").width
+    assert regs["LOCAL_WORDS"].reset_value == DEFAULT_CONFIG.local_words
 
 
 def test_docs_are_current():

@@ -10,6 +10,7 @@ import pytest
 from hls_ref.nve import numerics
 from hls_ref.nve.asm import assemble
 from hls_ref.nve.isa import (
+    ErrorCode,
     NveError,
     Program,
     Settings,
@@ -17,27 +18,9 @@ from hls_ref.nve.isa import (
     pixels_to_word,
 )
 from hls_ref.nve.iss import Nve, run
+from sim.nve_programs import COEF, DATA, HAZARDS, PIX_HI, PIX_LO, PREFIX
 
 SEED = int(os.environ.get("TESSERA_SEED", "20261121"))
-
-COEF = coefficients_to_word([100, 3, -2, 7])  # [bias w1 w2 w3]
-PIX_LO = pixels_to_word([1, -2, 3, -4, 5, -6, 7, -8])
-PIX_HI = pixels_to_word([10, 20, 30, 40, 50, 60, 70, 80])
-DATA = [COEF, PIX_LO, PIX_HI]
-
-# Cycles 0-6: words 0 (coefficients), 1 and 2 (pixels) written, read, and loaded into rw and
-# ri; the setrb at cycle 6 sets every accumulator to the bias (its hand-off of the never-set
-# accumulators is not live). The ri entries 16..22 stay invalid.
-PREFIX = """\
-wr.a 0
-wr.a 1
-wr.a 2
-rd.a 0
-rd.a 1 | rd.b 2
-set.w
-set.i | setrb
-"""
-
 
 def asm(body, prefix=PREFIX, **settings):
     program = assemble(prefix + body)
@@ -409,3 +392,130 @@ def test_trace_names_cycle_pc_and_addresses():
     assert result.trace[9] == "      9    -  stall 21 cycles"
     assert result.trace[10] == "     30    9  wr.a 9  ; A=9"
     assert result.trace[-1].endswith("act.hi out")
+
+
+# ---- error codes, the AGU wrap, partial sums and the retire trace
+
+
+@pytest.mark.parametrize("hazard", HAZARDS, ids=lambda h: h.name)
+def test_every_hazard_reports_its_code_cycle_and_pc(hazard):
+    with pytest.raises(NveError) as error:
+        run(hazard.program, hazard.data, strict=False, retire=True)
+    e = error.value
+    assert (e.code, e.cycle, e.pc) == (hazard.code, hazard.cycle, hazard.pc), str(e)
+    assert str(e).startswith(f"cycle {hazard.cycle}, pc {hazard.pc}, ")
+    # what ran before the fault is kept for the lockstep comparison: every instruction up to
+    # the one during which the fault was found (a hold-rule or hand-off fault is reported at
+    # the earlier rd or setrb it concerns)
+    assert [r.cycle for r in e.retire] == list(range(len(e.retire)))
+    assert len(e.retire) >= hazard.cycle
+
+
+def test_every_run_time_error_code_has_a_hazard_program():
+    run_time = {c for c in ErrorCode if c not in (
+        ErrorCode.NONE, ErrorCode.SETTINGS, ErrorCode.NO_PROGRAM, ErrorCode.ILLEGAL_INSTRUCTION,
+        ErrorCode.ABORTED, ErrorCode.AGU_ROTATION, ErrorCode.SYNTAX)}
+    assert {h.code for h in HAZARDS} == run_time
+
+
+def test_load_errors_carry_their_codes():
+    nve = Nve()
+    nve.load(asm("nop\n"))
+    with pytest.raises(NveError) as error:
+        nve.load(Program((0, 5 << 5)))
+    assert (error.value.code, error.value.pc) == (ErrorCode.ILLEGAL_INSTRUCTION, 1)
+    with pytest.raises(NveError) as error:  # a failed load leaves no program (LOADED 0)
+        nve.run([])
+    assert error.value.code is ErrorCode.NO_PROGRAM
+
+
+def test_agu_update_wraps_modulo_the_address_width():
+    # inc 5 never meets toggle 2 below 2048: 0, 5, ..., 2045, then (2045 + 5) mod 2048 = 2
+    # equals the toggle and wraps to 0
+    n = 420
+    program = assemble(f".loop 0 0 {n}\n.agu 1 5 2\nwr.a 0+0@1\n", strict=False)
+    with pytest.raises(NveError) as error:
+        run(program, range(n))
+    assert error.value.code is ErrorCode.AGU_ROTATION
+    result = run(program, range(n), strict=False, retire=True)
+    expected, u = [], 0
+    for _ in range(n):
+        expected.append(u)
+        u = (u + 5) % 2048
+        u = 0 if u == 2 else u
+    assert [r.mema_addr for r in result.retire] == expected
+    assert expected[409:412] == [2045, 0, 5]
+
+
+def _partial_sum_source(pixels, bias, weight, macs):
+    """A run whose hand-off is ``bias + macs * weight * pixels`` (wrapped), sent out as its 8
+    partial-sum words."""
+    data = [coefficients_to_word([bias, weight, 0, 0]), pixels_to_word(pixels[:8]),
+            pixels_to_word(pixels[8:])]
+    text = f".loop body body {macs}\nsh.w\nbody: mac\nsetrb\nnop\nnop\n" + "act.ps out\n" * 8
+    return asm(text), data
+
+
+# the 8 digit words at 2 ... 9 (word n: digit n // 2 of half n % 2) come back as four planes
+# with the weights 1, 256 (mac) and 1, 256 (mach: shifted 16 bits)
+RELOAD = """\
+wr.a 0
+wr.a 1
+wr.a 2
+wr.a 3
+wr.a 4
+wr.a 5
+wr.a 6
+wr.a 7
+wr.a 8
+wr.a 9
+rd.a 0
+nop
+set.w
+setrb
+rd.a 1
+rd.a 2 | rd.b 3
+set.w
+rd.a 4 | rd.b 5 | set.i
+sh.w | mac
+rd.a 6 | rd.b 7 | set.i
+sh.w | mac
+rd.a 8 | rd.b 9 | set.i
+sh.w | mach
+set.i
+mach
+setrb
+nop
+nop
+""" + "act.ps out\n" * 8
+
+
+def test_partial_sums_leave_and_return_exactly():
+    pixels = np.array([127, -128, 110, -110, 109, -109, 0, 1, -1, 64, -64, 120, -120, 100, 2, -3])
+    program, data = _partial_sum_source(pixels, -32768, 32767, 600)
+    first = run(program, data)
+    exact = numerics.wrap_acc(-32768 + 600 * 32767 * pixels)
+    digits = numerics.partial_digits(exact)  # [4, 16]
+    words = [pixels_to_word(digits[n // 2, 8 * (n % 2):8 * (n % 2) + 8]) for n in range(8)]
+    assert list(first.output_words) == words
+    coef = [coefficients_to_word([0, 0, 0, 0]), coefficients_to_word([1, 256, 1, 256])]
+    second = run(assemble(RELOAD), coef + words, retire=True)
+    reloaded = second.retire[24].acc  # after the last mach
+    lanes = [(reloaded >> (32 * j)) & 0xFFFFFFFF for j in range(16)]
+    assert numerics.wrap_acc(np.array(lanes)).tolist() == exact.tolist()
+    assert second.output_words == first.output_words  # handed off again, same digits
+    assert second.mac_ops == 4
+
+
+def test_retire_records_pack_the_state_the_hardware_holds():
+    result = run(asm(STEP), DATA, retire=True)
+    assert [r.pc for r in result.retire] == list(range(result.instructions))
+    assert [r.cycle for r in result.retire] == list(range(result.cycles))
+    first = result.retire[0]
+    assert (first.mema_op, first.mema_addr, first.mema_data) == (2, 0, COEF)
+    assert result.retire[5].rw == COEF  # set.w: rw[k] = coefficient k of the word
+    assert result.retire[6].ri == PIX_LO | PIX_HI << 64  # set.i, ri[16..22] still 0
+    acc6 = result.retire[6].acc  # setrb: every lane holds the bias 100
+    assert acc6 == sum(100 << (32 * j) for j in range(16))
+    assert result.retire[11].ro == result.output_words[0] and result.retire[11].out
+    assert result.retire[10].ro == 0  # no act before

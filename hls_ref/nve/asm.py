@@ -44,8 +44,8 @@ _MNEMONIC = {
     ("wreg", "set"): "set.w", ("wreg", "sh"): "sh.w",
     ("ireg", "set"): "set.i", ("ireg", "setsh"): "setsh.i", ("ireg", "sh"): "sh.i",
     ("ireg", "seth"): "seth.i",
-    ("vmac", "setrb"): "setrb", ("vmac", "mac"): "mac",
-    ("act", "lo"): "act.lo", ("act", "hi"): "act.hi",
+    ("vmac", "setrb"): "setrb", ("vmac", "mac"): "mac", ("vmac", "mach"): "mach",
+    ("act", "lo"): "act.lo", ("act", "hi"): "act.hi", ("act", "ps"): "act.ps",
 }
 _BY_MNEMONIC = {m: key for key, m in _MNEMONIC.items()}
 _ADDRESS = re.compile(r"(\d+)(?:\+(\d+))?(?:@(\d+))?")
@@ -139,9 +139,10 @@ def _strip(raw):
     return raw.split("#", 1)[0].strip()
 
 
-def assemble(text, config=DEFAULT_CONFIG):
+def assemble(text, config=DEFAULT_CONFIG, *, strict=True):
     """The :class:`~.isa.Program` of assembly ``text``; :class:`~.isa.NveError` naming the line
-    on a syntax error or a setting out of range."""
+    on a syntax error or a setting out of range (``strict``: also the AGU rotation lint of
+    :func:`~.isa.check_program`)."""
     words, labels, directives = [], {}, []
     for number, raw in enumerate(text.splitlines(), 1):
         line = _strip(raw)
@@ -159,7 +160,7 @@ def assemble(text, config=DEFAULT_CONFIG):
         words.append(encode(assemble_instruction(line, config, number), config))
     settings = _settings(directives, labels, len(words), config)
     program = Program(tuple(words), settings, config)
-    check_program(program)
+    check_program(program, strict=strict)
     return program
 
 

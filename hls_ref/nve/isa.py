@@ -17,6 +17,7 @@ assembler (:mod:`.asm`), the instruction-set simulator (:mod:`.iss`) and the gen
   element ``k`` in the ``k``-th byte / half-word from the least significant end.
 """
 
+import enum
 import functools
 import struct
 from dataclasses import dataclass, field, fields, replace
@@ -29,6 +30,8 @@ from . import numerics
 __all__ = [
     "ACT_LATENCY",
     "DEFAULT_CONFIG",
+    "ERROR_CODE_BITS",
+    "ERROR_DOC",
     "HANDOFF_LATENCY",
     "HOST_LUT_OFFSET",
     "LATENCIES",
@@ -41,6 +44,7 @@ __all__ = [
     "SLOTS",
     "SLOT_NAMES",
     "WRITE_TO_READ",
+    "ErrorCode",
     "FieldSpec",
     "Instruction",
     "MemOp",
@@ -61,10 +65,95 @@ __all__ = [
 ]
 
 
+class ErrorCode(enum.IntEnum):
+    """Why a run stopped: the ``ERROR.code`` field of the host registers and
+    :attr:`NveError.code`. Codes 1 ... 17 are what the hardware reports (some only where the
+    hardware can tell, :data:`ERROR_DOC`); the others are refused by the simulator and the
+    assembler only."""
+
+    NONE = 0
+    SETTINGS = 1
+    NO_PROGRAM = 2
+    ILLEGAL_INSTRUCTION = 3
+    PORT_A_CONFLICT = 4
+    READ_NOT_READY = 5
+    READ_OVERWRITE = 6
+    READ_TOO_EARLY = 7
+    READ_UNWRITTEN = 8
+    ADDRESS_RANGE = 9
+    WRITE_CONFLICT = 10
+    INPUT_EXHAUSTED = 11
+    RO_EMPTY = 12
+    RW_INVALID = 13
+    ACT_NO_HANDOFF = 14
+    ACT_INVALID_LANES = 15
+    RESULTS_LOST = 16
+    ABORTED = 17
+    AGU_ROTATION = 30
+    SYNTAX = 31
+
+
+#: ErrorCode -> (hazard rule number in docs/nve.md or "", what it means, what the RTL does).
+ERROR_DOC = {
+    ErrorCode.NONE: ("", "no error", "-"),
+    ErrorCode.SETTINGS: ("9", "a start with a setting out of range: `PROGRAM_SIZE` 0 or above "
+                         "the buffer, `LOOP_START` > `LOOP_END` or `LOOP_END` >= "
+                         "`PROGRAM_SIZE` (the simulator also refuses values no register can "
+                         "hold)", "refuses the start; nothing is taken from the stream"),
+    ErrorCode.NO_PROGRAM: ("", "a start without `CTRL.load` while `PROGRAM_SIZE` exceeds "
+                           "`LOADED` (nothing loaded since reset, or the last load failed)",
+                           "refuses the start"),
+    ErrorCode.ILLEGAL_INSTRUCTION: ("9", "an instruction word that does not decode",
+                                    "takes all `PROGRAM_SIZE` words, then stops; `ERROR.pc` "
+                                    "is the first bad word's pc, `LOADED` 0"),
+    ErrorCode.PORT_A_CONFLICT: ("1", "`set.w` and `set.i` in one cycle", "detected"),
+    ErrorCode.READ_NOT_READY: ("2", "a set whose read data has not arrived, was never read or "
+                               "was already consumed", "detected"),
+    ErrorCode.READ_OVERWRITE: ("3", "read data landing on unconsumed read data (hold rule); "
+                               "cycle and pc are the landing `rd`'s", "detected"),
+    ErrorCode.READ_TOO_EARLY: ("4", "a `rd` of a word written less than 2 cycles before",
+                               "detected"),
+    ErrorCode.READ_UNWRITTEN: ("4", "a `rd` of a word never written", "not detected "
+                               "(undefined but safe): the `rd` returns the word's contents, "
+                               "zero after configuration"),
+    ErrorCode.ADDRESS_RANGE: ("4", "an address `offset + update` at or above `local_words`",
+                              "detected"),
+    ErrorCode.WRITE_CONFLICT: ("4", "MEMA and MEMB writing one word in one cycle", "detected"),
+    ErrorCode.INPUT_EXHAUSTED: ("5", "a MEMA `wr` with the input stream exhausted",
+                                "stalls until the word arrives or the host aborts "
+                                "(`CTRL.abort`)"),
+    ErrorCode.RO_EMPTY: ("5", "a MEMB `wr` before any `act` of the run", "detected"),
+    ErrorCode.RW_INVALID: ("6", "a `mac`, `mach` or `setrb` while `rw[0]` is invalid",
+                           "detected"),
+    ErrorCode.ACT_NO_HANDOFF: ("7", "an `act` with no hand-off at least 3 cycles old",
+                               "detected"),
+    ErrorCode.ACT_INVALID_LANES: ("7", "an `act` over a half with a lane that used an invalid "
+                                  "`ri` entry or was never set", "detected"),
+    ErrorCode.RESULTS_LOST: ("8", "a live hand-off replaced, or the run ended, before both its "
+                             "halves were activated; `mac` results never handed off; cycle "
+                             "and pc are the replacing `setrb`'s", "detected"),
+    ErrorCode.ABORTED: ("", "the host wrote `CTRL.abort`", "stops at once (see Abort)"),
+    ErrorCode.AGU_ROTATION: ("9", "(simulator and assembler, strict load) a memory op whose "
+                             "AGU pair cannot rotate its update", "not checked: the update "
+                             "wraps modulo 2^addr_bits (defined)"),
+    ErrorCode.SYNTAX: ("", "(assembler, encoder) a syntax error or an unencodable value", "-"),
+}
+
+
 class NveError(Exception):
     """Any violation of the NVE rules: a hazard found by the simulator (the message starts with
     ``cycle C, pc P, SLOT op:``), a bad program or setting, an invalid instruction word or an
-    assembler syntax error (``line N:``)."""
+    assembler syntax error (``line N:``).
+
+    ``code`` (:class:`ErrorCode`) says which rule; ``cycle`` and ``pc`` locate a run-time
+    error (the values the hardware's ``ERROR_CYCLE`` and ``ERROR.pc`` report), else None.
+    """
+
+    def __init__(self, message, code=ErrorCode.SYNTAX, *, cycle=None, pc=None):
+        super().__init__(message)
+        self.code = ErrorCode(code)
+        self.cycle = cycle
+        self.pc = pc
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,8 +299,8 @@ OPS = {
     "memb": ("nop", "rd", "wr"),
     "wreg": ("nop", "set", "sh"),
     "ireg": ("nop", "set", "setsh", "sh", "seth"),
-    "vmac": ("nop", "setrb", "mac"),
-    "act": ("nop", "lo", "hi"),
+    "vmac": ("nop", "setrb", "mac", "mach"),
+    "act": ("nop", "lo", "hi", "ps"),
 }
 
 #: (slot, op) -> (assembly, origin, meaning) of every operation except nop.
@@ -236,10 +325,15 @@ OP_DOC = {
                         "`rw[0]` (bias)"),
     ("vmac", "mac"): ("mac", "seed", "`acc[j]` += `rw[0]` * `ri[j]`, j = 0..15 (int32, "
                       "wrapping)"),
+    ("vmac", "mach"): ("mach", "Tessera", "`acc[j]` += (`rw[0]` * `ri[j]`) << 16 (int32, "
+                       "wrapping): reloads the upper digits of a partial sum"),
     ("act", "lo"): ("act.lo [out]", "seed", "`ro` <- LUT of lanes 0..7 of the hand-off; "
                     "`out`: also to the output stream"),
     ("act", "hi"): ("act.hi [out]", "seed", "`ro` <- LUT of lanes 8..15 of the hand-off; "
                     "`out`: also to the output stream"),
+    ("act", "ps"): ("act.ps [out]", "Tessera", "`ro` <- the next of the 8 partial-sum words "
+                    "of the hand-off (raw int32 digits, no LUT); `out`: also to the output "
+                    "stream"),
 }
 
 
@@ -342,7 +436,7 @@ def _check_instruction(ins, config):
     if ins.out not in (False, True):
         raise NveError(f"ACT out must be a bool, not {ins.out!r}")
     if ins.out and ins.act == "nop":
-        raise NveError("ACT out needs an act.lo or act.hi")
+        raise NveError("ACT out needs an act (act.lo, act.hi or act.ps)")
 
 
 def encode(ins, config=DEFAULT_CONFIG):
@@ -366,11 +460,13 @@ def decode(word, config=DEFAULT_CONFIG):
     valid (undefined opcode, fields of a memory nop not zero, ``out`` without an act, unused
     top bits set). Every valid word satisfies ``encode(decode(w)) == w``."""
     word = int(word)
+    illegal = ErrorCode.ILLEGAL_INSTRUCTION
     if not 0 <= word < 1 << config.word_bits:
-        raise NveError(f"instruction word {word:#x} does not fit {config.word_bits} bits")
+        raise NveError(f"instruction word {word:#x} does not fit {config.word_bits} bits",
+                       illegal)
     if word >> config.instruction_bits:
         raise NveError(f"instruction word {word:#018x}: bits above {config.instruction_bits - 1}"
-                       f" must be zero")
+                       f" must be zero", illegal)
     raw = {}
     for f in instruction_fields(config):
         raw[(f.slot, f.name)] = (word >> f.lsb) & ((1 << f.width) - 1)
@@ -379,7 +475,7 @@ def decode(word, config=DEFAULT_CONFIG):
         code = raw[(slot, "op")]
         if code >= len(OPS[slot]):
             raise NveError(f"instruction word {word:#018x}: {SLOT_NAMES[slot]} opcode {code} "
-                           f"is not defined")
+                           f"is not defined", illegal)
         ops[slot] = OPS[slot][code]
     mem = {slot: MemOp(ops[slot], raw[(slot, "offset")], raw[(slot, "update")],
                        raw[(slot, "mode")]) for slot in ("mema", "memb")}
@@ -388,7 +484,7 @@ def decode(word, config=DEFAULT_CONFIG):
     try:
         _check_instruction(ins, config)
     except NveError as e:
-        raise NveError(f"instruction word {word:#018x}: {e}") from None
+        raise NveError(f"instruction word {word:#018x}: {e}", illegal) from None
     return ins
 
 
@@ -503,28 +599,29 @@ class Program:
         return self.size - 1 if end is None else end
 
 
-def _setting_error(message):
-    return NveError(f"settings: {message}")
+def _setting_error(message, code=ErrorCode.SETTINGS):
+    return NveError(f"settings: {message}", code)
 
 
-def check_program(program):
-    """Raise :class:`NveError` unless ``program`` can be loaded and started: it fits the
-    instruction buffer, every word decodes, the settings fit their registers, the loop lies
-    inside the program, and every AGU pair a memory op uses steps its update back to 0 and
-    round again (the update starts below the toggle and reaches it in whole increments, and so
-    does 0 after the wrap, so addresses rotate instead of growing). Returns the decoded
-    instructions."""
+def check_program(program, *, strict=True):
+    """Raise :class:`NveError` unless ``program`` can be loaded and started; returns the
+    decoded instructions.
+
+    In the order the hardware checks a start (``docs/nve.md``, "Hardware behaviour"): the
+    program fits the instruction buffer and the loop lies inside it (:attr:`ErrorCode.SETTINGS`;
+    the iterations, shift, LUT and AGU pairs must fit their registers, which the hardware's
+    cannot fail), then every word decodes (:attr:`ErrorCode.ILLEGAL_INSTRUCTION`, with the pc).
+    ``strict`` adds a lint the hardware does not apply (:attr:`ErrorCode.AGU_ROTATION`): every
+    AGU pair a memory op uses steps its update back to 0 and round again (the update starts
+    below the toggle and reaches it in whole increments, and so does 0 after the wrap, so
+    addresses rotate instead of growing); without it an update that misses its toggle wraps
+    modulo ``2**addr_bits``, as in the hardware.
+    """
     config, s = program.config, program.settings
     size = program.size
     if not 1 <= size <= config.instruction_words:
         raise _setting_error(f"a program has 1 ... {config.instruction_words} instructions "
                              f"(the instruction buffer), not {size}")
-    instructions = []
-    for pc, word in enumerate(program.words):
-        try:
-            instructions.append(decode(word, config))
-        except NveError as e:
-            raise NveError(f"pc {pc}: {e}") from None
     end = program.loop_end
     if not (isinstance(s.loop_start, int) and isinstance(end, int)
             and 0 <= s.loop_start <= end < size):
@@ -546,6 +643,14 @@ def check_program(program):
         if not (0 <= inc < limit and 0 <= toggle < limit):
             raise _setting_error(f"AGU mode {mode}: inc {inc} and toggle {toggle} must be "
                                  f"0 ... {limit - 1}")
+    instructions = []
+    for pc, word in enumerate(program.words):
+        try:
+            instructions.append(decode(word, config))
+        except NveError as e:
+            raise NveError(f"pc {pc}: {e}", e.code, pc=pc) from None
+    if not strict:
+        return tuple(instructions)
     for pc, ins in enumerate(instructions):
         for slot in ("mema", "memb"):
             m = getattr(ins, slot)
@@ -553,13 +658,16 @@ def check_program(program):
                 continue
             inc, toggle = s.pair(m.mode)
             where = f"pc {pc}, {SLOT_NAMES[slot]} {m.op}"
+            rotation = ErrorCode.AGU_ROTATION
             if inc == 0:
-                raise _setting_error(f"{where} uses AGU mode {m.mode}, whose increment is 0")
+                raise _setting_error(f"{where} uses AGU mode {m.mode}, whose increment is 0",
+                                     rotation)
             # the update starts at m.update and, after every wrap, at 0: both must reach toggle
             for start, when in ((m.update, ""), (0, " (after the wrap)")):
                 if not (start < toggle and (toggle - start) % inc == 0):
                     raise _setting_error(f"{where}: update {start}{when} never reaches toggle "
-                                         f"{toggle} of AGU mode {m.mode} in steps of {inc}")
+                                         f"{toggle} of AGU mode {m.mode} in steps of {inc}",
+                                         rotation)
     return tuple(instructions)
 
 
@@ -571,9 +679,14 @@ def check_program(program):
 HOST_LUT_OFFSET = 0x400
 
 
+#: Width of the ``ERROR.code`` field, bits.
+ERROR_CODE_BITS = 5
+
+
 def host_registers(config=DEFAULT_CONFIG):
-    """The AXI-Lite setting registers of an NVE built from ``config`` (without the LUT window
-    at :data:`HOST_LUT_OFFSET`), as a :class:`hls_ref.registers.RegisterMap`."""
+    """The AXI-Lite registers of an NVE built from ``config`` (without the LUT window at
+    :data:`HOST_LUT_OFFSET`), as a :class:`hls_ref.registers.RegisterMap`. ``docs/nve.md``
+    ("Hardware behaviour") says what every field does while a run is in progress."""
     size_bits = config.instruction_words.bit_length()
     iter_bits = config.max_iterations.bit_length()
     shift_bits = numerics.MAX_SHIFT.bit_length()
@@ -582,12 +695,14 @@ def host_registers(config=DEFAULT_CONFIG):
             Field("start", 0, 1, Access.W1P, "run the program (ignored while busy)"),
             Field("load", 1, 1, Access.RW, "1: first take PROGRAM_SIZE instruction words "
                   "from the input stream; 0: rerun the loaded program"),
+            Field("abort", 2, 1, Access.W1P, "stop the run at once (ERROR.code ABORTED)"),
         ), "control"),
         Register("STATUS", 0x004, (
             Field("busy", 0, 1, Access.RO, "a run is in progress"),
-            Field("done", 1, 1, Access.W1C, "the last run completed (write 1 to clear)"),
-            Field("error", 2, 1, Access.W1C, "the last start was refused: a setting is out "
-                  "of range (write 1 to clear)"),
+            Field("done", 1, 1, Access.W1C, "a run ended: completed, refused, stopped by an "
+                  "error or aborted (write 1 to clear)"),
+            Field("error", 2, 1, Access.W1C, "the run that ended was refused, stopped by an "
+                  "error or aborted: ERROR says why (write 1 to clear)"),
         ), "status"),
         Register("PROGRAM_SIZE", 0x008, (
             Field("value", 0, size_bits, Access.RW, "instructions in the program "
@@ -608,8 +723,37 @@ def host_registers(config=DEFAULT_CONFIG):
                   "LUT, bits"),
         ), "activation shift"),
         Register("CYCLES", 0x01C, (
-            Field("value", 0, 32, Access.RO, "cycles of the last run, stalls included"),
+            Field("value", 0, 32, Access.RO, "cycles of the last run from its first issued "
+                  "instruction to its last, stalls included (the simulator's cycles)"),
         ), "cycle counter"),
+        Register("STALLS", 0x020, (
+            Field("value", 0, 32, Access.RO, "stall cycles of the last run (part of CYCLES)"),
+        ), "stall counter"),
+        Register("BUSY_CYCLES", 0x024, (
+            Field("value", 0, 32, Access.RO, "cycles of the last run from the start to its "
+                  "end: instruction load, pipeline fill and drain, output wait included"),
+        ), "busy counter"),
+        Register("ERROR", 0x028, (
+            Field("code", 0, ERROR_CODE_BITS, Access.RO, "why the last run stopped (ErrorCode; "
+                  "0 none)"),
+            Field("pc", 16, config.pc_bits, Access.RO, "pc of the faulting instruction"),
+        ), "error"),
+        Register("ERROR_CYCLE", 0x02C, (
+            Field("value", 0, 32, Access.RO, "cycle (as CYCLES counts) of the faulting "
+                  "instruction"),
+        ), "error cycle"),
+        Register("LOADED", 0x030, (
+            Field("value", 0, size_bits, Access.RO, "instructions in the instruction buffer "
+                  "(0: none loaded since reset, or the last load failed)"),
+        ), "loaded program size"),
+        Register("LOCAL_WORDS", 0x034, (
+            Field("value", 0, 32, Access.CONST, "local-buffer size, 64-bit words",
+                  value=config.local_words),
+        ), "local-buffer size"),
+        Register("INSTRUCTION_WORDS", 0x038, (
+            Field("value", 0, 32, Access.CONST, "instruction-buffer size, instructions",
+                  value=config.instruction_words),
+        ), "instruction-buffer size"),
     ]
     for mode in range(1, config.agu_modes):
         base = 0x040 + 8 * (mode - 1)

@@ -18,12 +18,18 @@ Timing model, per issued instruction (one per cycle when the machine does not st
 * a stall (input word not yet available, output not accepted) freezes the whole machine, so
   all latencies count issued instructions; stall cycles only add to :attr:`RunResult.cycles`.
   Cycle numbers in messages and traces are wall cycles (stalls included), starting at 0.
+
+Every :class:`~.isa.NveError` of a run carries the :class:`~.isa.ErrorCode`, cycle and pc the
+hardware reports for the same fault, and ``run(..., retire=True)`` records one
+:class:`Retire` per issued instruction (its memory operations and the register state after
+it), the trace the RTL's lockstep co-simulation is compared with.
 """
 
 import struct
 from collections import deque
 from dataclasses import dataclass
 from itertools import chain, repeat
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,20 +41,22 @@ from .isa import (
     OPS,
     READ_LATENCY,
     WRITE_TO_READ,
+    ErrorCode,
     NveError,
     check_program,
     word_to_pixels,
 )
 
-__all__ = ["Nve", "PartCounts", "RunResult", "run"]
+__all__ = ["Nve", "PartCounts", "Retire", "RunResult", "run"]
 
 # Opcodes as small ints for the hot loop (indices into isa.OPS).
 _RD, _WR = OPS["mema"].index("rd"), OPS["mema"].index("wr")
 _W_SET, _W_SH = OPS["wreg"].index("set"), OPS["wreg"].index("sh")
 _I_SET, _I_SETSH, _I_SH, _I_SETH = (OPS["ireg"].index(op) for op in ("set", "setsh", "sh",
                                                                      "seth"))
-_SETRB, _MAC = OPS["vmac"].index("setrb"), OPS["vmac"].index("mac")
+_SETRB, _MAC, _MACH = (OPS["vmac"].index(op) for op in ("setrb", "mac", "mach"))
 _HALF = {OPS["act"].index("lo"): 0, OPS["act"].index("hi"): 1}
+_PS = OPS["act"].index("ps")
 _HALF_NAME = ("lo", "hi")
 
 # A decoded instruction is one flat tuple, unpacked once per cycle:
@@ -71,18 +79,43 @@ class PartCounts:
         return self.lanes * self.mac_ops / self.instructions if self.instructions else 0.0
 
 
+class Retire(NamedTuple):
+    """One issued instruction and what it wrote back (``run(..., retire=True)``).
+
+    ``cycle`` (wall) and ``pc``; per memory slot the opcode (:data:`~.isa.OPS` index), the
+    word address (0 for a ``nop``) and the word written (0 unless ``wr``); then the state at
+    the end of the cycle, packed little-endian as the hardware holds it: ``rw`` (4 x int16,
+    entry ``k`` at bits ``16k``), ``ri`` (23 x int8 at bits ``8k``), ``acc`` (16 x int32 at
+    bits ``32j``, wrapped), ``ro`` (the latest ``act`` result, 0 before any) and ``out`` (the
+    instruction pushed ``ro`` to the output stream)."""
+
+    cycle: int
+    pc: int
+    mema_op: int
+    mema_addr: int
+    mema_data: int
+    memb_op: int
+    memb_addr: int
+    memb_data: int
+    rw: int
+    ri: int
+    acc: int
+    ro: int
+    out: bool
+
+
 @dataclass(frozen=True)
 class RunResult:
     """What one run did.
 
     ``cycles``: wall cycles (``instructions + stall_cycles``); ``instructions``: instructions
-    issued; ``mac_ops``: ``mac`` operations; ``lane_macs``: multiply-accumulates on lanes whose
-    ``ri`` entry was valid; ``outputs``: the output-stream words as int8 pixels, shape
-    ``(words, act_lanes)``; ``output_words``: the same as unsigned 64-bit ints;
+    issued; ``mac_ops``: ``mac`` and ``mach`` operations; ``lane_macs``: multiply-accumulates
+    on lanes whose ``ri`` entry was valid; ``outputs``: the output-stream words as int8
+    pixels, shape ``(words, act_lanes)``; ``output_words``: the same as unsigned 64-bit ints;
     ``inputs_used``: input-stream data words consumed; ``parts``: counts of the ``"init"``,
     ``"loop"`` and ``"final"`` parts; ``local_buffer``: the local-buffer words after the run
     (uint64) and ``written`` which of them were ever written; ``trace``: one line per cycle if
-    asked for.
+    asked for; ``retire``: one :class:`Retire` per instruction if asked for.
     """
 
     cycles: int
@@ -98,6 +131,7 @@ class RunResult:
     local_buffer: np.ndarray
     written: np.ndarray
     trace: tuple | None = None
+    retire: tuple | None = None
 
     @property
     def mac_per_instruction(self):
@@ -106,8 +140,8 @@ class RunResult:
         return self.lanes * self.mac_ops / self.instructions if self.instructions else 0.0
 
 
-def _error(wall, pc, what, rule):
-    return NveError(f"cycle {wall}, pc {pc}, {what}: {rule}")
+def _error(wall, pc, what, rule, code):
+    return NveError(f"cycle {wall}, pc {pc}, {what}: {rule}", code, cycle=wall, pc=pc)
 
 
 def _timing_model(model, what):
@@ -148,11 +182,14 @@ class Nve:
         """Which local-buffer words were ever written (bool array)."""
         return np.array(self._written, dtype=bool)
 
-    def load(self, program):
-        """Check ``program`` (:func:`~.isa.check_program`) and load it."""
+    def load(self, program, *, strict=True):
+        """Check ``program`` (:func:`~.isa.check_program`, ``strict`` as there) and load it.
+        A program that fails the check leaves no program loaded, as a failed load in the
+        hardware leaves ``LOADED`` 0."""
         if program.config != self.config:
             raise NveError("the program was built for another NveConfig")
-        instructions = check_program(program)
+        self.program = None
+        instructions = check_program(program, strict=strict)
         s = program.settings
         decoded = []
         for ins in instructions:
@@ -170,14 +207,14 @@ class Nve:
         self._text = [disassemble_instruction(ins, self.config) for ins in instructions]
         self._lut = np.asarray(s.lut, dtype=np.int8)
         # what each part executes depends on the program only (no branches, no data)
-        macs = [row[_VMAC_OP] == _MAC for row in decoded]
+        macs = [row[_VMAC_OP] in (_MAC, _MACH) for row in decoded]
         spans = {"init": (0, s.loop_start, 1),
                  "loop": (s.loop_start, program.loop_end + 1, s.iterations),
                  "final": (program.loop_end + 1, program.size, 1)}
         self._parts = {name: PartCounts((b - a) * n, sum(macs[a:b]) * n, self.config.lanes)
                        for name, (a, b, n) in spans.items()}
 
-    def run(self, data=(), *, arrival=None, output_accept=None, trace=False):
+    def run(self, data=(), *, arrival=None, output_accept=None, trace=False, retire=False):
         """Execute the loaded program once and return a :class:`RunResult`.
 
         ``data``: the input-stream data words (unsigned 64-bit ints), consumed one per MEMA
@@ -185,12 +222,23 @@ class Nve:
         giving for data word ``k`` the earliest wall cycle it is available; a ``wr`` issued
         earlier stalls the machine until then. ``output_accept``: the same for the output
         stream (earliest wall cycle output word ``k`` is accepted). ``trace``: record one text
-        line per cycle in :attr:`RunResult.trace`.
+        line per cycle in :attr:`RunResult.trace`; ``retire``: one :class:`Retire` per
+        instruction in :attr:`RunResult.retire` (a list that is also attached to the
+        :class:`~.isa.NveError` of a failing run as ``error.retire``, what ran before the
+        fault).
         """
         # The cycle loop keeps the whole machine state in local variables and inlines the
         # common operations: attribute look-ups and calls per operation would halve its speed.
         if self.program is None:
-            raise NveError("no program loaded")
+            raise NveError("no program loaded", ErrorCode.NO_PROGRAM)
+        records = [] if retire else None
+        try:
+            return self._run(data, arrival, output_accept, trace, records)
+        except NveError as error:
+            error.retire = records
+            raise
+
+    def _run(self, data, arrival, output_accept, trace, records):
         cfg, s = self.config, self.program.settings
         words = [int(w) for w in data]
         for k, w in enumerate(words):
@@ -205,8 +253,12 @@ class Nve:
         n_pix = cfg.pixels_per_word
         unpack_pixels = struct.Struct(f"<{n_pix}b").unpack
         unpack_coefficients = struct.Struct(f"<{cfg.coefficients_per_word}h").unpack
+        pack_rw = struct.Struct(f"<{rw_depth}h").pack
+        pack_ri = struct.Struct(f"<{ri_size}b").pack
+        pack_acc = struct.Struct(f"<{lanes}I").pack
         word_bytes = cfg.word_bits // 8
         local_words = cfg.local_words
+        update_mask = (1 << cfg.addr_bits) - 1
         shift, lut = s.shift, self._lut
         decoded, text = self._decoded, self._text
         # the AGU state memory, reloaded from the instruction fields at every start
@@ -220,6 +272,7 @@ class Nve:
         ready = [0 if w else None for w in written]
         wrote_at = [0] * local_words  # wall cycle of the latest write, for messages
 
+        # every start: registers 0 and invalid, no hand-off, ro empty (docs/nve.md, reset)
         rw, rw_valid = [0] * rw_depth, 0
         ri, ri_valid = [0] * ri_size, 0
         acc, acc_poison, acc_macs = [0] * lanes, lane_mask, 0  # never set: all lanes invalid
@@ -227,7 +280,8 @@ class Nve:
         # read latches: [word, fresh, wall of its rd, pc of its rd, wall of the consuming set]
         latch_a, latch_b = [0, False, None, None, None], [0, False, None, None, None]
         hand_pend = deque()  # setrb hand-offs not yet visible to ACT
-        visible = None  # [acc, poison, had_mac, wall, pc, activated lo, activated hi]
+        # visible: [acc, poison, had_mac, wall, pc, activated lo, activated hi, next ps word]
+        visible = None
         ro = None
         outputs = []
         lines = [] if trace else None
@@ -246,7 +300,7 @@ class Nve:
                 else:
                     rule = f"port-{port} read data already consumed by the set at cycle " \
                            f"{latch[4]} (rd at cycle {latch[2]}, pc {latch[3]})"
-                raise _error(wall, pc, what, rule)
+                raise _error(wall, pc, what, rule, ErrorCode.READ_NOT_READY)
             latch[1], latch[4] = False, wall
             return latch[0]
 
@@ -257,37 +311,39 @@ class Nve:
                 raise _error(rd_wall, rd_pc, f"MEM{port} rd",
                              f"its data would overwrite the port-{port} read data of the rd at "
                              f"cycle {latch[2]}, pc {latch[3]}, which no set consumed "
-                             f"(read-port hold rule)")
+                             f"(read-port hold rule)", ErrorCode.READ_OVERWRITE)
             latch[:] = [word, True, rd_wall, rd_pc, None]
 
         def check_live(h, wall, pc, what):
             """Raise if a live half of hand-off ``h`` was never activated: results lost."""
-            _, poison, had_mac, h_wall, h_pc, done_lo, done_hi = h
+            _, poison, had_mac, h_wall, h_pc, done_lo, done_hi = h[:7]
             for half, done in ((0, done_lo), (1, done_hi)):
                 if had_mac and not done and not (poison >> (half * half_lanes)) & half_mask:
                     rule = f"the {_HALF_NAME[half]} half of the hand-off of the setrb at cycle " \
                            f"{h_wall}, pc {h_pc} was never activated (results lost)"
                     if what == "VMAC setrb":
                         rule = "replaces a hand-off too early: " + rule
-                    raise _error(wall, pc, what, rule)
+                    raise _error(wall, pc, what, rule, ErrorCode.RESULTS_LOST)
 
         def address(off, upd, mode, inc, toggle, where, pc, wall):
             a = off + upd[pc]
-            if mode:
-                u = upd[pc] + inc
+            if mode:  # the update wraps modulo 2**addr_bits (docs/nve.md, AGU)
+                u = (upd[pc] + inc) & update_mask
                 upd[pc] = 0 if u == toggle else u
             if a >= local_words:
                 raise _error(wall, pc, where, f"address {off}+{a - off} = {a} is outside the "
-                             f"local buffer ({local_words} words)")
+                             f"local buffer ({local_words} words)", ErrorCode.ADDRESS_RANGE)
             return a
 
         def read(a, where, pc, wall, t):
             r = ready[a]
             if r is None:
-                raise _error(wall, pc, where, f"word {a} was never written")
+                raise _error(wall, pc, where, f"word {a} was never written",
+                             ErrorCode.READ_UNWRITTEN)
             if r > t:
                 raise _error(wall, pc, where, f"word {a} was written at cycle {wrote_at[a]}; "
-                             f"a rd may issue {WRITE_TO_READ} cycles after the wr")
+                             f"a rd may issue {WRITE_TO_READ} cycles after the wr",
+                             ErrorCode.READ_TOO_EARLY)
             return mem[a]
 
         loop_start, loop_end = s.loop_start, self.program.loop_end
@@ -321,7 +377,7 @@ class Nve:
                 h = hand_pend.popleft()
                 if visible is not None:
                     check_live(visible, h[4], h[5], "VMAC setrb")
-                visible = [*h[1:], False, False]
+                visible = [*h[1:], False, False, 0]
             if lines is not None:
                 lines.append(f"{wall:7d} {pc:4d}  {text[pc]}")
 
@@ -329,20 +385,23 @@ class Nve:
             if v_op:
                 if not rw_valid & 1:
                     raise _error(wall, pc, f"VMAC {OPS['vmac'][v_op]}",
-                                 "rw[0] holds no valid coefficient")
+                                 "rw[0] holds no valid coefficient", ErrorCode.RW_INVALID)
                 w = rw[0]
-                if v_op == _MAC:
-                    acc = [a + w * p for a, p in zip(acc, ri)]
+                if v_op == _SETRB:
+                    hand_pend.append([t + HANDOFF_LATENCY, numerics.wrap_acc(acc).tolist(),
+                                      acc_poison, acc_macs > 0, wall, pc])
+                    acc, acc_poison, acc_macs = [w] * lanes, 0, 0
+                else:
+                    if v_op == _MAC:
+                        acc = [a + w * p for a, p in zip(acc, ri)]
+                    else:  # mach: the product's upper digits, for partial-sum reloads
+                        acc = [a + ((w * p) << 16) for a, p in zip(acc, ri)]
                     invalid = ~ri_valid & lane_mask
                     if invalid:
                         acc_poison |= invalid
                     acc_macs += 1
                     mac_ops += 1
                     lane_macs += lanes - invalid.bit_count()
-                else:
-                    hand_pend.append([t + HANDOFF_LATENCY, numerics.wrap_acc(acc).tolist(),
-                                      acc_poison, acc_macs > 0, wall, pc])
-                    acc, acc_poison, acc_macs = [w] * lanes, 0, 0
 
             # ---- register ops (consume the read latches)
             if w_op == _W_SET:
@@ -357,7 +416,7 @@ class Nve:
                     if w_op == _W_SET:
                         raise _error(wall, pc, "IREG set", "port-A read data is also taken by "
                                      "WREG set in this cycle (set.w and set.i both need "
-                                     "port A)")
+                                     "port A)", ErrorCode.PORT_A_CONFLICT)
                     wa = take(latch_a, pend_a, "A", wall, pc, "IREG set")
                     wb = take(latch_b, pend_b, "B", wall, pc, "IREG set")
                     ri[0:n_pix] = unpack_pixels(wa.to_bytes(word_bytes, "little"))
@@ -388,17 +447,17 @@ class Nve:
             if ma == _WR:
                 if next_in >= len(words):
                     raise _error(wall, pc, "MEMA wr", f"input stream exhausted after "
-                                 f"{len(words)} data words")
+                                 f"{len(words)} data words", ErrorCode.INPUT_EXHAUSTED)
                 mem[a_a] = words[next_in]
                 next_in += 1
                 ready[a_a], wrote_at[a_a], written[a_a] = t + WRITE_TO_READ, wall, True
             if mb == _WR:
                 if ro is None:
                     raise _error(wall, pc, "MEMB wr", "ro holds no activation result (no act "
-                                 "issued before this cycle)")
+                                 "issued before this cycle)", ErrorCode.RO_EMPTY)
                 if ma == _WR and a_b == a_a:
                     raise _error(wall, pc, "MEMB wr", f"port A writes word {a_b} in the same "
-                                 f"cycle")
+                                 f"cycle", ErrorCode.WRITE_CONFLICT)
                 mem[a_b] = ro
                 ready[a_b], wrote_at[a_b], written[a_b] = t + WRITE_TO_READ, wall, True
             if ma == _RD:
@@ -410,27 +469,47 @@ class Nve:
 
             # ---- ACT (after MEMB wr, which stores the ro of an earlier act)
             if a_op:
-                half = _HALF[a_op]
-                what = f"ACT {_HALF_NAME[half]}"
+                ps = a_op == _PS
+                what = "ACT ps" if ps else f"ACT {_HALF_NAME[_HALF[a_op]]}"
                 if visible is None:
                     rule = f"no accumulator hand-off is visible (a setrb at cycle t is " \
                            f"activated from t+{HANDOFF_LATENCY})"
                     if hand_pend:
                         rule += f"; the setrb at cycle {hand_pend[0][4]} is not yet"
-                    raise _error(wall, pc, what, rule)
+                    raise _error(wall, pc, what, rule, ErrorCode.ACT_NO_HANDOFF)
+                word = visible[7]
+                half = word & 1 if ps else _HALF[a_op]
                 poison = (visible[1] >> (half * half_lanes)) & half_mask
                 if poison:
                     bad = [half * half_lanes + j for j in range(half_lanes) if poison >> j & 1]
                     raise _error(wall, pc, what, f"lanes {bad} of the hand-off of the setrb at "
                                  f"cycle {visible[3]} hold no valid result (invalid ri entries "
-                                 f"or accumulators never set)")
+                                 f"or accumulators never set)", ErrorCode.ACT_INVALID_LANES)
                 lo = half * half_lanes
-                # numerics.activate without re-checking the LUT (check_program did) per act
-                result = lut[numerics.lut_index(visible[0][lo:lo + half_lanes], shift)]
-                ro = int.from_bytes(result.tobytes(), "little")
-                visible[5 + half] = True
+                values = visible[0][lo:lo + half_lanes]
+                if ps:
+                    # word n: digit n // 2 of half n % 2; a half counts as activated with its
+                    # top digit (word 6 or 7)
+                    digit = word >> 1
+                    result = numerics.partial_digits(values)[digit]
+                    visible[7] = (word + 1) % (2 * numerics.PARTIAL_DIGITS)
+                    if digit == numerics.PARTIAL_DIGITS - 1:
+                        visible[5 + half] = True
+                else:
+                    # numerics.activate without re-checking the LUT (check_program did)
+                    result = lut[numerics.lut_index(values, shift)]
+                    visible[5 + half] = True
+                ro = int.from_bytes(result.astype(np.int8).tobytes(), "little")
                 if out:
                     outputs.append(ro)
+            if records is not None:
+                records.append(Retire(
+                    wall, pc, ma, a_a if ma else 0, mem[a_a] if ma == _WR else 0,
+                    mb, a_b if mb else 0, mem[a_b] if mb == _WR else 0,
+                    int.from_bytes(pack_rw(*rw), "little"),
+                    int.from_bytes(pack_ri(*ri), "little"),
+                    int.from_bytes(pack_acc(*(a & 0xFFFFFFFF for a in acc)), "little"),
+                    ro or 0, bool(out)))
             t += 1
             wall += 1
 
@@ -441,7 +520,8 @@ class Nve:
         clean_halves = [not (acc_poison >> (half * half_lanes)) & half_mask for half in (0, 1)]
         if acc_macs and any(clean_halves):
             raise _error(wall, pc, "end of run", f"the accumulators hold the results of "
-                         f"{acc_macs} mac(s) that no setrb handed to ACT (results lost)")
+                         f"{acc_macs} mac(s) that no setrb handed to ACT (results lost)",
+                         ErrorCode.RESULTS_LOST)
 
         out_arr = np.array([word_to_pixels(w, cfg) for w in outputs],
                            dtype=np.int8).reshape(-1, n_pix)
@@ -449,12 +529,13 @@ class Nve:
             cycles=wall, instructions=t, stall_cycles=stall_cycles, mac_ops=mac_ops,
             lane_macs=lane_macs, lanes=lanes, outputs=out_arr, output_words=tuple(outputs),
             inputs_used=next_in, parts=dict(self._parts), local_buffer=self.local_buffer,
-            written=self.written, trace=tuple(lines) if lines is not None else None)
+            written=self.written, trace=tuple(lines) if lines is not None else None,
+            retire=tuple(records) if records is not None else None)
 
 
-def run(program, data=(), **options):
-    """Load ``program`` into a fresh :class:`Nve` and run it once (options of
-    :meth:`Nve.run`)."""
+def run(program, data=(), *, strict=True, **options):
+    """Load ``program`` into a fresh :class:`Nve` (``strict`` as :meth:`Nve.load`) and run it
+    once (options of :meth:`Nve.run`)."""
     nve = Nve(program.config)
-    nve.load(program)
+    nve.load(program, strict=strict)
     return nve.run(data, **options)

@@ -9,7 +9,10 @@ simulator, the golden layer model, the code generator and (later) the RTL all im
 * the LUT index takes a programmable right shift ``shift`` (0 ... 31) of the accumulator,
   rounded half up (``(acc + 2**(shift-1)) >> shift``, computed without overflow), saturated to
   the signed 10-bit range -512 ... 511 and offset by 512, so index 0 is the most negative;
-* a LUT entry is an int8 output pixel.
+* a LUT entry is an int8 output pixel;
+* a partial sum leaves through ``act.ps`` as four int8 digits per lane
+  (:func:`partial_digits`) and comes back through ``mac`` / ``mach`` with the weights 1 and
+  256 (:func:`partial_value`), so one output map can be split across programs exactly.
 """
 
 import numpy as np
@@ -20,9 +23,13 @@ __all__ = [
     "ACC_BITS",
     "LUT_ENTRIES",
     "MAX_SHIFT",
+    "PARTIAL_DIGITS",
+    "PARTIAL_ROUNDING",
     "activate",
     "identity_lut",
     "lut_index",
+    "partial_digits",
+    "partial_value",
     "relu_lut",
     "tanh_lut",
     "wrap_acc",
@@ -94,3 +101,28 @@ def tanh_lut(input_scale=1 / 64, output_scale=127):
     """
     x = _index_values() * float(input_scale)
     return np.clip(np.rint(output_scale * np.tanh(x)), -128, 127).astype(np.int8)
+
+
+#: Digits of a partial sum (int32 = 4 int8 digits).
+PARTIAL_DIGITS = 4
+#: ``PARTIAL_ROUNDING[k]``: the constant added before digit ``k``'s shift,
+#: ``sum(128 * 256**i for i < k)``.
+PARTIAL_ROUNDING = tuple(sum(128 << (8 * i) for i in range(k)) for k in range(PARTIAL_DIGITS))
+
+
+def partial_digits(acc):
+    """The int8 digits ``[4, ...]`` of int32 accumulators ``acc``:
+    ``s_k = wrap8((acc + PARTIAL_ROUNDING[k]) >> 8k)`` (arithmetic shift, int64 sum), the
+    balanced base-256 digits for which ``acc == s_0 + 256 s_1 + 2**16 s_2 + 2**24 s_3``
+    modulo ``2**32`` (:func:`partial_value`). The hardware needs only an adder and a byte
+    select per lane (no LUT, no saturation)."""
+    acc = wrap_acc(acc)
+    return np.stack([wrap_signed((acc + r) >> (8 * k), 8)
+                     for k, r in enumerate(PARTIAL_ROUNDING)]).astype(np.int8)
+
+
+def partial_value(digits):
+    """The int32 values (int64 array) of partial-sum digits ``[4, ...]``:
+    ``wrap32(sum s_k * 256**k)``, what a reload of them adds to the accumulators."""
+    d = np.asarray(digits, dtype=np.int64)
+    return wrap_acc(sum(d[k] << (8 * k) for k in range(PARTIAL_DIGITS)))

@@ -3,8 +3,9 @@
 ``python -m hls_ref.nve.nve_doc --write`` rewrites the sections between
 ``<!-- BEGIN name -->`` and ``<!-- END name -->``: the sizes (:class:`~.isa.NveConfig`), the
 instruction fields (:func:`~.isa.instruction_fields`), the opcodes (:data:`~.isa.OPS`,
-:data:`~.isa.OP_DOC`), the latencies (:data:`~.isa.LATENCIES`) and the host registers
-(:func:`~.isa.host_registers`). ``--check`` exits with status 1 when the file is stale.
+:data:`~.isa.OP_DOC`), the latencies (:data:`~.isa.LATENCIES`), the host registers
+(:func:`~.isa.host_registers`) and the error codes (:data:`~.isa.ERROR_DOC`). ``--check``
+exits with status 1 when the file is stale.
 """
 
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from ..accelerator_doc import doc_command
 from .isa import (
     DEFAULT_CONFIG,
+    ERROR_DOC,
     HOST_LUT_OFFSET,
     LATENCIES,
     OP_DOC,
@@ -89,10 +91,17 @@ def _registers(config):
             f"| activation LUT, entry `4r+k` in bits `8k+7:8k` of register `r` (int8) |")
 
 
+def _errors():
+    lines = ["| code | name | hazard | meaning | RTL |", "|---:|---|---|---|---|"]
+    lines += [f"| {code.value} | `{code.name}` | {rule} | {meaning} | {rtl} |"
+              for code, (rule, meaning, rtl) in ERROR_DOC.items()]
+    return "\n".join(lines)
+
+
 def render_sections(config=DEFAULT_CONFIG):
     """``{section name: markdown}`` of the generated parts of ``docs/nve.md``."""
     return {"sizes": _sizes(config), "fields": _fields(config), "opcodes": _opcodes(),
-            "latencies": _latencies(), "registers": _registers(config)}
+            "latencies": _latencies(), "registers": _registers(config), "errors": _errors()}
 
 
 def main(argv=None):
