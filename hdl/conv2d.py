@@ -473,7 +473,7 @@ class Conv2DAccelerator(wiring.Component):
             | (narrow & ((d.in_addr[:3] != 0) | (r_bits[:6] != 0)))
             | (d.w_addr[:3] != 0) | (d.q_addr[:3] != 0)
             | (d.out_c > d.out_seg) | (d.out_seg > d.out_pixel_stride)
-            | (or_bits[:3] != 0)
+            | (or_bits[:3] != 0) | ((d.out_width == 2) & d.out_addr[0])
             | (row_mode & (((o_row_bytes << 3) > or_bits)
                            | (o_row_bytes > MAX_SEGMENT_BYTES)))
             | (~row_mode & ((op_bits[:3] != 0) | (seg_bits[:3] != 0)
@@ -517,11 +517,18 @@ class Conv2DAccelerator(wiring.Component):
         with m.FSM(name="front") as front:
             with m.State("IDLE"):
                 with m.If(start):
+                    # a list that is not 64-byte aligned is refused before any fetch
+                    misaligned = port("DESC_ADDR", "value")[:6] != 0
                     m.d.sync += [f_index.eq(0), f_addr.eq(port("DESC_ADDR", "value")),
-                                 f_count.eq(port("DESC_COUNT", "value")), f_error.eq(0),
-                                 f_code.eq(0), rd_err.eq(0),
+                                 f_count.eq(port("DESC_COUNT", "value")),
+                                 f_error.eq(misaligned),
+                                 f_code.eq(Mux(misaligned, ErrorCode.BAD_DESC_ADDR, 0)),
+                                 rd_err.eq(0),
                                  f_at_end.eq(port("DESC_COUNT", "value") == 0)]
-                    m.next = "NEXT"
+                    with m.If(misaligned):
+                        m.next = "STOPPED"
+                    with m.Else():
+                        m.next = "NEXT"
             with m.State("NEXT"):
                 with m.If(write_fail | f_at_end):
                     m.next = "STOPPED"
@@ -791,35 +798,54 @@ class Conv2DAccelerator(wiring.Component):
         for field in ("multiplier", "shift"):
             chosen = _per_pe_select(comp_in_bank, [getattr(q, field) for q in q_regs])
             m.d.comb += [getattr(done_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
-        # The per-tile fields pass two registers of their own on the way to the copy: the
-        # bank's fields, then the clamp (with the ReLU comparison), so that neither the bank
-        # choice nor the comparison is in front of the other or of the copy's enable. They
-        # follow every cycle: the copy is made two cycles after ``core_go``, and from
-        # ``core_go`` on the command, its bank and the bank's parameters hold still.
+        # The per-tile fields pass three registers of their own on the way to the copy: the
+        # bank's fields, then the clamp narrowed to the output width, then the clamp with the
+        # ReLU comparison, so that neither the bank choice nor a comparison is in front of
+        # another or of the copy's enable. They follow every cycle: the copy is made three
+        # cycles after ``core_go``, and from ``core_go`` on the command, its bank and the
+        # bank's parameters hold still.
         chosen_q = {field: Signal.like(getattr(q, field), name=f"chosen_{field}")
                     for field in ("zero_point", "act_min", "act_max")}
         chosen_relu = Signal()
         m.d.sync += [reg.eq(getattr(q, field)) for field, reg in chosen_q.items()]
         m.d.sync += chosen_relu.eq(comp.relu)
-        zero_point, act_min = chosen_q["zero_point"], chosen_q["act_min"]
+        # the output width's range (4, 8 or 16 bits), from the computed command's record
+        width_min = Signal(signed(16))
+        width_max = Signal(signed(16))
+        out_code = comp.store.out_bits
+        m.d.sync += [width_min.eq(Mux(out_code == 0, -8, Mux(out_code == 1, -128, -32768))),
+                     width_max.eq(Mux(out_code == 0, 7, Mux(out_code == 1, 127, 32767)))]
+        # max(act_min, width_min) and min(act_max, width_max); the ReLU bound applied after
+        # it equals max(ReLU bound, width_min) (docs/formats.md)
+        narrow_q = {field: Signal.like(reg, name=f"narrow_{field}")
+                    for field, reg in chosen_q.items()}
+        narrow_relu = Signal()
+        act_min, act_max = chosen_q["act_min"], chosen_q["act_max"]
+        m.d.sync += [
+            narrow_q["zero_point"].eq(chosen_q["zero_point"]),
+            narrow_q["act_min"].eq(Mux(act_min > width_min, act_min, width_min)),
+            narrow_q["act_max"].eq(Mux(act_max < width_max, act_max, width_max)),
+            narrow_relu.eq(chosen_relu),
+        ]
+        zero_point, act_min = narrow_q["zero_point"], narrow_q["act_min"]
         tile_q = {field: Signal.like(getattr(done_q, field), name=f"tile_{field}")
                   for field in ("zero_point", "low", "high")}
         m.d.sync += [
             tile_q["zero_point"].eq(zero_point),
-            tile_q["low"].eq(Mux(chosen_relu & (zero_point > act_min), zero_point, act_min)),
-            tile_q["high"].eq(chosen_q["act_max"]),
+            tile_q["low"].eq(Mux(narrow_relu & (zero_point > act_min), zero_point, act_min)),
+            tile_q["high"].eq(narrow_q["act_max"]),
         ]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
-        # The copy is made two cycles after the core starts, from a register per PE (an
+        # The copy is made three cycles after the core starts, from a register per PE (an
         # enable of every parameter bit of a bank; copy 0 also enables the per-tile fields).
         # The store unit does not read that bank's set then: the core computes into an
         # accumulator bank only once the store has released it, and the operand bank's
         # parameters stay loaded until the hand-off (at least the core's setup cycles later).
-        core_went = Signal()
-        m.d.sync += core_went.eq(core_go)
+        core_went = Signal(2)
+        m.d.sync += core_went.eq(Cat(core_go, core_went[0]))
         m.submodules.q_copy = q_copy = Replicas(2, pes)
-        m.d.comb += [q_copy.d.eq(Mux(core_went & comp.q_flag,
+        m.d.comb += [q_copy.d.eq(Mux(core_went[1] & comp.q_flag,
                                      Mux(comp.core.acc_bank, 0b10, 0b01), 0)),
                      q_copy.enable.eq(1)]
         for k in range(2):
@@ -892,7 +918,10 @@ class Conv2DAccelerator(wiring.Component):
         bank_clear = (Mux(handoff, 1 << op_bank, 0)
                       | Mux(dropped, 1 << pend.core.in_bank, 0))
         acc_set = Mux(handoff & comp.q_flag, 1 << comp.core.acc_bank, 0)
-        acc_clear = Mux(store_release, 1 << st.store.acc_bank, 0)
+        # a computed command dropped after a write error releases its bank as well
+        drop_stored = store_fsm.ongoing("IDLE") & stores.r_rdy & write_fail & head.q_flag
+        acc_clear = (Mux(store_release, 1 << st.store.acc_bank, 0)
+                     | Mux(drop_stored, 1 << head.store.acc_bank, 0))
         m.d.sync += [bank_full.eq((bank_full & ~bank_clear) | bank_set),
                      acc_busy.eq((acc_busy & ~acc_clear) | acc_set)]
         idle = store_fsm.ongoing("IDLE")

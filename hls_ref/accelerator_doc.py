@@ -43,6 +43,8 @@ _ERROR_TEXT = {
                           "for double-precision scaling (FC only)",
     ErrorCode.AXI_READ: "a read (descriptor or operand) got SLVERR or DECERR",
     ErrorCode.AXI_WRITE: "a write of the output got SLVERR or DECERR",
+    ErrorCode.BAD_DESC_ADDR: "`DESC_ADDR` is not 64-byte aligned (found at the start, before "
+                             "any fetch; `ERR_INDEX` 0)",
 }
 
 

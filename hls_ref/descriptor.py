@@ -50,7 +50,7 @@ class Op(enum.IntEnum):
 
 class ErrorCode(enum.IntEnum):
     """``STATUS.code``: why a command list stopped. Codes 1-15 are found by :func:`check`
-    before a command touches memory; the others while it runs."""
+    before a command touches memory; 16-18 while it runs; 19 when the list starts."""
 
     NONE = 0
     BAD_OP = 1               # op is not this accelerator's kind
@@ -72,6 +72,7 @@ class ErrorCode(enum.IntEnum):
     BAD_QBLOCK = 16          # quantization block: wrong channel count or scaling mode
     AXI_READ = 17            # an error response while reading (descriptor or operands)
     AXI_WRITE = 18           # an error response while writing the output
+    BAD_DESC_ADDR = 19       # DESC_ADDR not 64-byte aligned (nothing is fetched)
 
 
 #: (name, beat, lsb, width, signed, meaning) of every descriptor field.
@@ -229,7 +230,7 @@ def _layout_ok(desc, geo):
     ob = geo.out_bits
     if desc.out_c > desc.out_seg or desc.out_seg > desc.out_pixel_stride:
         return False
-    if (desc.out_row_stride * ob) % 8:
+    if (desc.out_row_stride * ob) % 8 or (ob == 16 and desc.out_addr % 2):
         return False
     if desc.out_seg == desc.out_pixel_stride:
         # pixels are contiguous: each row is one segment, padded with zeros to a whole byte

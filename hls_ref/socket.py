@@ -39,6 +39,15 @@ __all__ = ["SocketModel", "Status", "input_tile",
            "load_requests", "store_request", "store_tile"]
 
 
+#: Byte addresses are 32 bits wide; address arithmetic wraps modulo 2**32, as on the bus.
+ADDR_MASK = (1 << 32) - 1
+
+
+def _stride_bytes(elements, bits):
+    """A stride of ``elements`` ``bits``-bit elements in bytes, modulo 2**32."""
+    return elements * bits // 8 & ADDR_MASK
+
+
 def load_requests(desc, config):
     """``(input, weights, qblock or None)`` requests of a valid descriptor."""
     geo = geometry(desc)
@@ -46,11 +55,11 @@ def load_requests(desc, config):
     if geo.narrow:       # whole rows, each pixel 4 or 8 bits
         row_bytes = -(-desc.in_w * desc.in_pixel_stride * bits // 8)
         x = dma_request(desc.in_addr, row_bytes, 1, 0, desc.in_h,
-                        desc.in_row_stride * bits // 8)
+                        _stride_bytes(desc.in_row_stride, bits))
     else:
         x = dma_request(desc.in_addr, 2 * geo.groups, desc.in_w,
-                        desc.in_pixel_stride * bits // 8, desc.in_h,
-                        desc.in_row_stride * bits // 8)
+                        _stride_bytes(desc.in_pixel_stride, bits), desc.in_h,
+                        _stride_bytes(desc.in_row_stride, bits))
     w = DmaRequest(desc.w_addr, 2 * desc.kernel_h * desc.kernel_w * geo.groups * config.pes)
     q = (DmaRequest(desc.q_addr, BEAT_BYTES * (1 + 2 * desc.out_c))
          if (not desc.acc_flag or desc.q_flag) else None)
@@ -64,10 +73,10 @@ def store_request(desc):
     if desc.out_seg == desc.out_pixel_stride:
         row_bytes = -(-geo.out_w * desc.out_seg * ob // 8)
         return dma_request(desc.out_addr, row_bytes, 1, 0, geo.out_h,
-                           desc.out_row_stride * ob // 8)
+                           _stride_bytes(desc.out_row_stride, ob))
     return dma_request(desc.out_addr, desc.out_seg * ob // 8, geo.out_w,
-                       desc.out_pixel_stride * ob // 8, geo.out_h,
-                       desc.out_row_stride * ob // 8)
+                       _stride_bytes(desc.out_pixel_stride, ob), geo.out_h,
+                       _stride_bytes(desc.out_row_stride, ob))
 
 
 @dataclass
@@ -98,6 +107,7 @@ class _Memory:
     def __init__(self, data, faults):
         self.data = data
         self.faults = [(int(a), int(b)) for a, b in faults]
+        self.write_errors = True
 
     def _check(self, request, code):
         n = request.seg_bytes
@@ -110,7 +120,8 @@ class _Memory:
         self._check(request, ErrorCode.AXI_READ)
 
     def check_write(self, request):
-        self._check(request, ErrorCode.AXI_WRITE)
+        if self.write_errors:
+            self._check(request, ErrorCode.AXI_WRITE)
 
     def read_bytes(self, addr, count):
         self._check(DmaRequest(addr, count), ErrorCode.AXI_READ)
@@ -118,7 +129,7 @@ class _Memory:
 
     def read_elements(self, byte_addr, index, bits):
         """Signed ``bits``-bit elements at element ``index`` (array) from ``byte_addr``."""
-        pos = 8 * byte_addr + np.asarray(index, np.int64) * bits
+        pos = (8 * byte_addr + np.asarray(index, np.int64) * bits) % (8 << 32)
         start = pos // 8
         raw = np.zeros(pos.shape, np.int64)
         for k in range(3):
@@ -136,6 +147,8 @@ class _Memory:
             data = values
         else:
             data = np.stack([values & 0xFF, values >> 8], axis=1).ravel()
+        # (only a run without write errors reaches past the image: those bytes are dropped)
+        data = data[:max(0, len(self.data) - addr)]
         self.data[addr:addr + len(data)] = data.astype(np.uint8)
 
 
@@ -163,15 +176,15 @@ def _store_tile(mem, desc, y):
     ob = geo.out_bits
     out = np.zeros((geo.out_h, geo.out_w, desc.out_seg), np.int64)
     out[..., :desc.out_c] = y[..., :desc.out_c]
+    row, pixel = _stride_bytes(desc.out_row_stride, ob), _stride_bytes(desc.out_pixel_stride, ob)
     if desc.out_seg == desc.out_pixel_stride:
         for r in range(geo.out_h):
-            mem.write_segment(desc.out_addr + r * desc.out_row_stride * ob // 8, out[r], ob)
+            mem.write_segment((desc.out_addr + r * row) & ADDR_MASK, out[r], ob)
     else:
         for r in range(geo.out_h):
             for q in range(geo.out_w):
-                addr = desc.out_addr + (r * desc.out_row_stride + q * desc.out_pixel_stride) \
-                    * ob // 8
-                mem.write_segment(addr, out[r, q], ob)
+                mem.write_segment((desc.out_addr + r * row + q * pixel) & ADDR_MASK,
+                                  out[r, q], ob)
 
 
 def store_tile(memory, desc, y):
@@ -208,12 +221,22 @@ class SocketModel:
         self.engine.acc = None
         self.acc_shape = None
 
-    def run(self, memory, desc_addr, count, *, faults=()):
+    def run(self, memory, desc_addr, count, *, faults=(), write_errors=True):
         """Run ``count`` descriptors from byte ``desc_addr`` of ``memory`` (a writable numpy
         ``uint8`` array, changed in place). ``faults`` lists ``(start, stop)`` byte ranges
-        whose beats answer with an error response. Returns the :class:`Status`."""
+        whose beats answer with an error response. Returns the :class:`Status`.
+
+        With ``write_errors=False`` no store fails (writes to faulty or missing memory are
+        dropped): the status then bounds the reads and MAC cycles that the hardware, whose
+        pipeline runs ahead of its stores, may count after a write error."""
         mem = _Memory(memory, faults)
+        mem.write_errors = write_errors
         status = Status()
+        if desc_addr % DESCRIPTOR_BYTES:
+            # refused before anything is fetched
+            self.reset()
+            status.error, status.code = True, ErrorCode.BAD_DESC_ADDR
+            return status
         for index in range(count):
             try:
                 # a transfer counts whether or not it ends in an error response

@@ -71,6 +71,7 @@ class AcceleratorHost:
         self.regmap = register_map(config, kind)
         self.memory_bytes = memory_bytes
         self.faults = []
+        self.limit = None                # bytes of the loaded image: beyond it, SLVERR
         self.ram = AxiRam(AxiBus.from_prefix(dut, "bus", bus_separator="__"), dut.clk,
                           dut.rst, size=memory_bytes)
         self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "csr", bus_separator="__"),
@@ -81,12 +82,15 @@ class AcceleratorHost:
         self._install_faults()
 
     def _install_faults(self):
-        """Beats that touch a range of :attr:`faults` answer SLVERR (reads return zeros,
-        writes change nothing), like ``hls_ref.socket``'s fault model."""
+        """Beats that touch a range of :attr:`faults` or lie beyond the loaded image answer
+        SLVERR (reads return zeros, writes change nothing), like ``hls_ref.socket``'s fault
+        model (``AxiRam`` itself would wrap such addresses into the image silently)."""
         read_if, write_if = self.ram.read_if, self.ram.write_if
         read, write = read_if._read, write_if._write
 
         def faulty(address, length):
+            if self.limit is not None and address + length > self.limit:
+                return True
             return any(lo < address + length and address < hi for lo, hi in self.faults)
 
         async def checked_read(address, length):
@@ -139,6 +143,7 @@ class AcceleratorHost:
         """Load ``memory`` (uint8 array), run ``count`` descriptors from ``desc_addr`` and
         return a :class:`RunResult`. The interrupt ends the wait; STATUS is cleared after."""
         self.faults = [(int(lo), int(hi)) for lo, hi in faults]
+        self.limit = len(memory)
         self.ram.write(0, bytes(memory))
         await self.write_register("DESC_ADDR", value=desc_addr)
         await self.write_register("DESC_COUNT", value=count)
@@ -167,4 +172,5 @@ class AcceleratorHost:
         await FallingEdge(self.dut.clk)
         assert self.dut.irq.value == 0, "the interrupt stays raised after STATUS was cleared"
         self.faults = []
+        self.limit = None
         return result

@@ -20,7 +20,7 @@ TARGET = "ecp5"
 
 def test_conv2d(sim):
     design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
-    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 5
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 10
 
 
 @pytest.mark.slow
@@ -29,3 +29,14 @@ def test_conv2d_every_real_layer(sim):
     design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim, testcase="real_layers",
                       extra_env={"TESSERA_REAL_LAYERS": "all"}) == 1
+
+
+@pytest.mark.slow
+def test_conv2d_fuzz_and_every_case(sim):
+    """Every case of the defect regressions on both simulators and a thousand fuzzed lists
+    on Verilator (a hundred on Icarus)."""
+    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
+    lists = "1000" if sim == "verilator" else "100"
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim,
+                      testcase="write_error_mid_list,odd_output_address,fuzz_lists",
+                      extra_env={"TESSERA_THOROUGH": "1", "TESSERA_FUZZ_LISTS": lists}) == 3

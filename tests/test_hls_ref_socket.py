@@ -250,3 +250,89 @@ def test_counters_count_requests_beats():
     assert status.bytes_read == 2 * (64 + 160 + 576 + 8 * 17)
     assert status.bytes_written == 2 * 256
     assert status.mac_cycles == 2 * 4 * 8 * 3 * 3 * 2    # pixels x taps x ST words per pixel
+
+
+# --- settled corner cases and the list fuzzer -----------------------------------------------
+
+def test_unaligned_descriptor_list_is_refused_before_any_fetch():
+    program = _two_command_program()
+    for offset in (8, 32, 63):
+        memory = program.memory.copy()
+        status = SocketModel(program.config).run(memory, program.desc_addr + offset, 2)
+        assert (status.error, status.code, status.index) == (True, ErrorCode.BAD_DESC_ADDR, 0)
+        assert (status.bytes_read, status.progress) == (0, 0)
+        np.testing.assert_array_equal(memory, program.memory)
+
+
+def test_sixteen_bit_outputs_need_an_even_address():
+    rng = np.random.default_rng(8)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A8W8, 16, cin=4, cout=8,
+                                         kernel=(1, 1), size=(2, 3), stride=(1, 1),
+                                         pad=(0, 0, 0, 0))
+    d = conv2d_program(x, weights, qb, cmd).descriptors[0]
+    for offset in range(8):
+        code = check(replace(d, out_addr=d.out_addr + offset), DEFAULT_CONFIG)
+        assert code == (ErrorCode.BAD_LAYOUT if offset % 2 else ErrorCode.NONE), offset
+        code = check(replace(d, out_width=1, out_addr=d.out_addr + offset), DEFAULT_CONFIG)
+        assert code == ErrorCode.NONE, offset
+
+
+def test_addresses_wrap_around_the_address_space():
+    """A row stride of 2**32 bytes more reads the same rows; a tile at the top of the address
+    space is beyond memory and answers with an error response, it does not raise."""
+    rng = np.random.default_rng(9)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A16W16, 8, cin=3, cout=8,
+                                         kernel=(3, 3), size=(6, 5), stride=(1, 1),
+                                         pad=(1, 1, 1, 1))
+    program = conv2d_program(x, weights, qb, cmd)
+    want, status = program.run_golden()
+    assert status.done
+    wrapped = [replace(d, in_row_stride=d.in_row_stride + (1 << 31))
+               for d in program.descriptors]
+    memory = program.memory.copy()
+    raw = b"".join(d.to_bytes() for d in wrapped)
+    memory[program.desc_addr:program.desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+    got = memory.copy()
+    status = SocketModel(program.config).run(got, program.desc_addr, program.count)
+    assert status.done
+    out, size = program.regions["output"]
+    np.testing.assert_array_equal(got[out:out + size], want[out:out + size])
+    top = replace(program.descriptors[0], in_addr=(1 << 32) - 16)
+    memory[program.desc_addr:program.desc_addr + DESCRIPTOR_BYTES] = \
+        np.frombuffer(top.to_bytes(), np.uint8)
+    status = SocketModel(program.config).run(memory, program.desc_addr, 1)
+    assert (status.code, status.index) == (ErrorCode.AXI_READ, 0)
+
+
+def test_output_width_narrows_a_wider_clamp():
+    rng = np.random.default_rng(10)
+    x, weights, qb, cmd, _ = random_conv(rng, Precision.A8W8, 4, cin=8, cout=8,
+                                         kernel=(1, 1), size=(3, 3), stride=(1, 1),
+                                         pad=(0, 0, 0, 0))
+    wide = replace(qb, act_min=-32768, act_max=32767, shift=np.full(8, 6))
+    for relu in (False, True):
+        program = conv2d_program(x, weights, wide, cmd, relu=relu)
+        memory, status = program.run_golden()
+        values = program.output(memory)
+        assert status.done and values.min() >= (qb.zero_point if relu else -8)
+        assert values.max() == 7                        # large scales saturate
+
+
+def test_fuzzed_lists_run_on_the_golden_model():
+    """Random lists over every accepted layout, invalid fields and faults: the golden model
+    ends each with a status, never an exception, and every list error names a descriptor
+    that fails on its own or in its list position."""
+    from sim.descriptor_fuzz import random_list
+
+    config = AcceleratorConfig(pes=8, plm_in_words=4096, plm_w_words=4096,
+                               plm_acc_words=2048, max_width=128)
+    rng = np.random.default_rng(11)
+    codes = set()
+    for _ in range(120):
+        case = random_list(rng, config)
+        _, status = case.run_golden()
+        assert status.done != status.error
+        assert status.progress == (status.index if status.error else case.count)
+        codes.add(status.code)
+    assert {ErrorCode.NONE, ErrorCode.AXI_READ, ErrorCode.AXI_WRITE,
+            ErrorCode.BAD_LAYOUT} <= codes
