@@ -8,10 +8,9 @@ limits (:meth:`AcceleratorConfig.limits`) and gives the tiling compiler its capa
 from dataclasses import dataclass, field
 
 from .formats import BEAT_BITS
-from .invocation import Limits
 from .precision import Precision
 
-__all__ = ["DEFAULT_CONFIG", "ICE40_CONFIG", "AcceleratorConfig"]
+__all__ = ["DEFAULT_CONFIG", "ICE40_CONFIG", "AcceleratorConfig", "Limits"]
 
 ALL_PRECISIONS = tuple(Precision)
 
@@ -85,7 +84,8 @@ class AcceleratorConfig:
     def limits(self):
         """The invocation-level golden model's limits for one command (one bank)."""
         return Limits(pes=self.pes, plm_in=self.plm_in_words, plm_w=self.plm_w_words,
-                      plm_acc=self.plm_acc_words, max_kernel=self.max_kernel)
+                      plm_acc=self.plm_acc_words, max_kernel=self.max_kernel,
+                      max_stride=self.max_stride)
 
     def as_dict(self):
         return {"pes": self.pes, "plm_in_words": self.plm_in_words,
@@ -94,6 +94,26 @@ class AcceleratorConfig:
                 "max_width": self.max_width, "bus_bits": self.bus_bits,
                 "double_buffer": self.double_buffer,
                 "precisions": [p.label for p in self.precisions], "pe_dsp": self.pe_dsp}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Capacities of one command of a build, as the invocation-level golden model
+    (``hls_ref.invocation``) checks them: :meth:`AcceleratorConfig.limits` derives them from
+    the build (the fields below default to the default build's).
+
+    ``pes``: processing elements (output channels, channels or neurons per command);
+    ``plm_in``, ``plm_w``: input and weight PLM bank capacity in 16-bit ST words;
+    ``plm_acc``: accumulator PLM bank capacity in 32-bit words; ``max_kernel``: (h, w) maximum;
+    ``max_stride``: largest stride.
+    """
+
+    pes: int = AcceleratorConfig.pes
+    plm_in: int = AcceleratorConfig.plm_in_words
+    plm_w: int = AcceleratorConfig.plm_w_words
+    plm_acc: int = AcceleratorConfig.plm_acc_words
+    max_kernel: tuple = AcceleratorConfig.max_kernel
+    max_stride: int = AcceleratorConfig.max_stride
 
 
 DEFAULT_CONFIG = AcceleratorConfig()

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import DEFAULT_CONFIG, Limits
 from .formats import OUTPUT_WIDTHS
 from .precision import Precision
 from .quant import multiply_by_quantized_multiplier, scale_by_double
@@ -54,23 +55,8 @@ class InvocationError(ValueError):
     """A command the accelerator must refuse (the hardware sets an error status instead)."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Capacities of one accelerator instance.
-
-    ``pes``: processing elements (output channels, channels or neurons per command);
-    ``plm_in``, ``plm_w``: input and weight PLM capacity in 16-bit ST words;
-    ``plm_acc``: accumulator PLM capacity in 32-bit words; ``max_kernel``: (h, w) maximum.
-    """
-
-    pes: int = 16
-    plm_in: int = 16384
-    plm_w: int = 16384
-    plm_acc: int = 16384
-    max_kernel: tuple = (10, 10)
-
-
-DEFAULT_LIMITS = Limits()
+#: The default build's limits (:data:`hls_ref.config.DEFAULT_CONFIG`).
+DEFAULT_LIMITS = DEFAULT_CONFIG.limits()
 
 
 @dataclass(frozen=True)
@@ -95,8 +81,9 @@ def _check_command(cmd, limits):
     if not (1 <= kh <= limits.max_kernel[0] and 1 <= kw <= limits.max_kernel[1]):
         raise InvocationError(f"kernel {kh}x{kw} exceeds the maximum "
                               f"{limits.max_kernel[0]}x{limits.max_kernel[1]}")
-    if any(s not in (1, 2) for s in cmd.stride):
-        raise InvocationError(f"stride must be 1 or 2, not {cmd.stride}")
+    if any(not 1 <= s <= limits.max_stride for s in cmd.stride):
+        raise InvocationError(f"stride {cmd.stride} must be between 1 and the build's "
+                              f"maximum {limits.max_stride} on each axis")
     top, bottom, left, right = cmd.padding
     if min(cmd.padding) < 0 or max(top, bottom) >= kh or max(left, right) >= kw:
         raise InvocationError(f"padding {cmd.padding} must be below the kernel size "

@@ -242,7 +242,7 @@ def _small_command(**changes):
 
 @pytest.mark.parametrize("changes, message", [
     (dict(kernel=(11, 3)), r"kernel 11x3 exceeds the maximum 10x10"),
-    (dict(stride=(3, 1)), r"stride must be 1 or 2"),
+    (dict(stride=(3, 1)), r"stride \(3, 1\) must be between 1 and the build's maximum 2"),
     (dict(out_bits=5), r"output width must be one of \(4, 8, 16\), not 5"),
     (dict(padding=(3, 0, 0, 0)), r"padding \(3, 0, 0, 0\) must be below the kernel size 3x3"),
     (dict(kernel=(3, 1), padding=(0, 0, 1, 1)), r"must be below the kernel size 3x1 on each"),
@@ -342,3 +342,18 @@ def test_accumulator_bits_of_the_mlperf_tiny_models(model, bits):
     graph, _, layers = _model_values(model)
     worst = max(lower_layer(graph, op).bound for op in layers)
     assert round(float(np.log2(worst)), 1) == bits
+
+
+def test_limits_come_from_the_configuration_object():
+    from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
+
+    assert Limits() == DEFAULT_CONFIG.limits()
+    one = AcceleratorConfig(max_stride=1).limits()
+    assert one.max_stride == 1
+    cmd = _small_command(stride=(2, 1))
+    w = np.ones((4, 3, 3, 4), np.int64)
+    x = np.ones((12, 12, 4), np.int64)
+    qblock = QuantBlock(0, -128, 127, np.zeros(4), np.full(4, 1 << 30), np.zeros(4))
+    with pytest.raises(InvocationError, match=r"build's maximum 1"):
+        ConvAccelerator(one).invoke(cmd, x, w, qblock)
+    assert ConvAccelerator().invoke(cmd, x, w, qblock).shape == (5, 10, 4)
