@@ -27,7 +27,8 @@ export WAVES
 
 help:
 	@echo "make setup        create .venv, install pinned dependencies (and Icarus), print versions"
-	@echo "make demo         the main job: ST multiplier/PE demonstration and synthesis table"
+	@echo "make demo         the main job: ST multiplier/PE row on the RTL, golden models vs TFLite,"
+	@echo "                  a ResNet-8 layer on the conv2d accelerator RTL, synthesis table"
 	@echo "make test         CI tier: unit, Amaranth-sim, cocotb (Icarus + Verilator), formal"
 	@echo "make test-full    everything, with long random regressions and synthesis"
 	@echo "make sim SIM=icarus|verilator [TESTS=...] [SEED=n] [WAVES=1]   cocotb tests"

@@ -21,7 +21,8 @@ from amaranth.back import rtlil
 
 from hdl.target import Target
 from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
-from sim.toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
+from sim.results import write_results_section
+from sim.toolchain import BUILD_ROOT, tool_env
 
 from .harness import SynthHarness
 
@@ -105,7 +106,7 @@ BLOCKS = {
     "requant": ("hdl.requant:Requantizer", {},
                 "TFLite fixed-point requantizer, 1 value/cycle", True),
     "dma": ("hdl.dma:Dma", {}, "AXI4 DMA reader+writer, 64-bit", True),
-    "conv2d": ("hdl.conv2d:conv2d_accelerator",
+    "conv2d": ("hdl.accelerator:accelerator",
                PerDevice({"ecp5-85f": {"config": DEFAULT_CONFIG.as_dict()},
                           "ice40-up5k": {"config": ICE40_CONFIG.as_dict()}}),
                PerDevice({"ecp5-85f": f"conv2d accelerator, DEFAULT_CONFIG "
@@ -345,19 +346,6 @@ def precision_cost(results):
                 f"{b.resources.get('DSP', 0)} DSP blocks, Fmax {a.fmax_mhz:.1f} vs "
                 f"{b.fmax_mhz:.1f} MHz.")
     return "\n".join(sentences)
-
-
-def write_results_section(name, body, path=PROJECT_ROOT / "docs" / "results.md"):
-    """Replace the section between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` of
-    ``docs/results.md`` with ``body`` (appending the section if it is missing)."""
-    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    text = path.read_text() if path.exists() else "# Results\n"
-    block = f"{begin}\n{body.rstrip()}\n{end}"
-    if begin in text and end in text:
-        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 def main(argv=None):

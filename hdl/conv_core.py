@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .dsp import PipelinedMultiplier, shift_add_product
-from .params import check_int
+from .params import address_bits, check_int
 from .pe import PERow
 from .replica import Replicas
 from .st_multiplier import MAX_STAGES
@@ -42,10 +42,6 @@ __all__ = ["ACC_BITS", "ConvCore", "core_command_layout"]
 ACC_BITS = 32
 _DIM = 16          # descriptor width of tile dimensions
 
-
-def _bits(count):
-    """Address bits for ``count`` entries."""
-    return max(1, (count - 1).bit_length())
 
 
 def core_command_layout(in_words):
@@ -63,7 +59,7 @@ def core_command_layout(in_words):
         "pad_left": unsigned(4),
         "in_h": unsigned(_DIM),
         "in_w": unsigned(_DIM),
-        "groups": unsigned(_bits(in_words + 1)),
+        "groups": unsigned(address_bits(in_words + 1)),
         "out_h": unsigned(_DIM),
         "out_w": unsigned(_DIM),
         "pad_word": unsigned(OPERAND_WIDTH),
@@ -139,12 +135,12 @@ class ConvCore(wiring.Component):
             "busy": Out(1),
             "done": Out(1),
             "mac": Out(1),
-            "in_rd": In(memory.ReadPort.Signature(addr_width=_bits(in_words) + 1,
+            "in_rd": In(memory.ReadPort.Signature(addr_width=address_bits(in_words) + 1,
                                                   shape=unsigned(OPERAND_WIDTH))),
-            "w_rd": In(memory.ReadPort.Signature(addr_width=_bits(w_rows) + 1, shape=words)),
-            "acc_rd": In(memory.ReadPort.Signature(addr_width=_bits(acc_rows) + 1,
+            "w_rd": In(memory.ReadPort.Signature(addr_width=address_bits(w_rows) + 1, shape=words)),
+            "acc_rd": In(memory.ReadPort.Signature(addr_width=address_bits(acc_rows) + 1,
                                                    shape=sums)),
-            "acc_wr": In(memory.WritePort.Signature(addr_width=_bits(acc_rows) + 1,
+            "acc_wr": In(memory.WritePort.Signature(addr_width=address_bits(acc_rows) + 1,
                                                     shape=sums)),
         })
 
@@ -165,9 +161,9 @@ class ConvCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cmd = self.cmd
-        in_bits = _bits(self._in_words)
-        w_bits = _bits(self._w_rows)
-        acc_bits = _bits(self._acc_rows)
+        in_bits = address_bits(self._in_words)
+        w_bits = address_bits(self._w_rows)
+        acc_bits = address_bits(self._acc_rows)
         m.submodules.pes = pe_row = PERow(pes=self._pes, precisions=self._precisions,
                                           stages=self._stages, acc_width=ACC_BITS,
                                           dsp=self._dsp)

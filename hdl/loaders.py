@@ -23,15 +23,12 @@ from amaranth.lib.wiring import In, Out
 from hls_ref.precision import OPERAND_WIDTH
 
 from .dma import dma_read_data_layout
-from .params import check_int
+from .params import address_bits, check_int
 from .plm import LANES, input_write_layout
 from .replica import Replicas
 
 __all__ = ["InputLoader", "QuantLoader", "WeightLoader", "input_beat_fields",
            "input_beat_layout", "input_loader_config", "quant_registers_layout"]
-
-def _bits(count):
-    return max(1, (count - 1).bit_length())
 
 
 def input_loader_config():
@@ -94,7 +91,7 @@ class InputLoader(wiring.Component):
 
     def __init__(self, *, words=16384):
         self._words = check_int("words", words, minimum=LANES)
-        self._word_bits = _bits(words)
+        self._word_bits = address_bits(words)
         super().__init__({
             "start": In(1),
             "cfg": In(input_loader_config()),
@@ -201,7 +198,7 @@ class WeightLoader(wiring.Component):
             raise ValueError(f"pes must be a multiple of {LANES} (one beat holds {LANES} "
                              f"weights), not {pes}")
         self._rows = check_int("rows", rows, minimum=1)
-        self._row_bits = _bits(rows)
+        self._row_bits = address_bits(rows)
         super().__init__({
             "start": In(1),
             "bank": In(1),

@@ -1,8 +1,15 @@
 """Validation of the keyword parameters that every Tessera core takes."""
 
+from amaranth.utils import ceil_log2
+
 from hls_ref.precision import Precision
 
-__all__ = ["check_int", "check_precisions"]
+__all__ = ["address_bits", "check_int", "check_precisions"]
+
+
+def address_bits(count):
+    """Bits of an address of ``count`` entries: ``ceil(log2(count))``, at least 1."""
+    return max(1, ceil_log2(count))
 
 
 def check_int(name, value, *, minimum=None, maximum=None):

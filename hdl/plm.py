@@ -15,16 +15,13 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH
 
-from .params import check_int
+from .params import address_bits, check_int
 
 __all__ = ["LANES", "InputPLM", "input_write_layout"]
 
 #: Words a 64-bit beat carries, and lanes of the input PLM.
 LANES = 4
 
-
-def _bits(count):
-    return max(1, (count - 1).bit_length())
 
 
 def input_write_layout(addr_width):
@@ -59,7 +56,7 @@ class InputPLM(wiring.Component):
         if words % LANES:
             raise ValueError(f"words must be a multiple of {LANES}, not {words}")
         self._banks = check_int("banks", banks, minimum=1, maximum=2)
-        self._addr_width = _bits(words) + (banks - 1)
+        self._addr_width = address_bits(words) + (banks - 1)
         self._read_latency = check_int("read_latency", read_latency, minimum=1, maximum=2)
         self._write_latency = check_int("write_latency", write_latency, minimum=0, maximum=1)
         super().__init__({
@@ -86,7 +83,7 @@ class InputPLM(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # the bank bit sits above the word address; lanes split the low two bits off
-        word_bits = _bits(self._words)
+        word_bits = address_bits(self._words)
         depth = (1 << (word_bits - 2)) << (self._banks - 1)
 
         def row_of(addr):

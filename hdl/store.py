@@ -22,7 +22,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from .params import check_int
+from .params import address_bits, check_int
 from .replica import Replicas
 from .requant import Requantizer
 
@@ -31,9 +31,6 @@ __all__ = ["StoreUnit", "store_config_layout", "store_quant_layout"]
 _DIM = 16
 _ACC = 32
 
-
-def _bits(count):
-    return max(1, (count - 1).bit_length())
 
 
 def store_config_layout():
@@ -122,7 +119,7 @@ class StoreUnit(wiring.Component):
             "cfg": In(store_config_layout()),
             "q": In(store_quant_layout(pes)),
             "acc_rd": In(memory.ReadPort.Signature(
-                addr_width=_bits(acc_rows) + 1, shape=data.ArrayLayout(signed(_ACC), pes))),
+                addr_width=address_bits(acc_rows) + 1, shape=data.ArrayLayout(signed(_ACC), pes))),
             "beats": Out(stream.Signature(unsigned(64))),
             "busy": Out(1),
         })
@@ -135,7 +132,7 @@ class StoreUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, q = self.cfg, self.q
-        row_bits = _bits(self._acc_rows)
+        row_bits = address_bits(self._acc_rows)
         m.submodules.requant = rq = Requantizer(user_width=_FLAGS.size, **self._requant)
 
         # --- element source: pixel after pixel, out_seg elements each ------------------------
@@ -204,7 +201,7 @@ class StoreUnit(wiring.Component):
         # Two cycles from decision to selection: the PLM read, then the sums register. Only
         # the low bits of k select a PE: k >= pes implies k >= out_c (out_c <= pes), so such
         # an element is a zero filler whatever it selects.
-        sel_bits = _bits(self._pes)
+        sel_bits = address_bits(self._pes)
         if self._acc_latency == 1:
             sums = Signal.like(self.acc_rd.data, reset_less=True)
             m.d.sync += sums.eq(self.acc_rd.data)

@@ -460,7 +460,7 @@ def main(argv=None):
             ok = ok and not failures
     print(f"{sum(r.passed for r in results)} of {len(results)} SMT proofs passed")
     if args.write_results and not args.names:
-        from boards.synth import write_results_section
+        from .results import write_results_section
 
         rows = [f"| `{r.name}` | {r.status} | {r.seconds:.1f} |" for r in results]
         rows += [f"| `{name}` | {'PASS' if not failures else 'FAIL'} | exact check |"

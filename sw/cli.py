@@ -61,7 +61,7 @@ def cmd_bench(args):
     table = _bench_table(runs)
     print(table)
     if args.write_results:
-        from boards.synth import write_results_section
+        from sim.results import write_results_section
 
         write_results_section("bench-pe", "\n".join([
             "## PE row throughput by precision (RTL simulation)",
@@ -88,7 +88,7 @@ def cmd_bench(args):
         nve_ok = bench_report(args.write_results) == 0
     comparisons, comparison_table = _compare_models(args.inputs)
     if args.write_results:
-        from boards.synth import write_results_section
+        from sim.results import write_results_section
 
         write_results_section("golden", "\n".join([
             "## Golden models against TFLite reference kernels",
@@ -172,7 +172,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="tessera", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="demonstrate the ST multiplier and PE")
+    demo = commands.add_parser(
+        "demo", help="the main job: ST multiplier and PE row on the RTL, golden models "
+        "against TFLite on the MLPerf Tiny models, a real ResNet-8 layer on the conv2d "
+        "accelerator RTL, the synthesis table")
     demo.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
     demo.add_argument("--no-conv2d", action="store_true",
                       help="skip the conv2d accelerator run (its Verilator build takes minutes)")

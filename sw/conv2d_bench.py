@@ -30,7 +30,8 @@ from hls_ref.precision import Precision
 from sim.runner import Design, run_cocotb
 from sim.toolchain import BUILD_ROOT
 
-from .program import compiler_program, model_conv_programs, random_conv
+from .fixtures import model_conv_programs, random_conv
+from .program import compiler_program
 
 __all__ = ["GROUPS", "BenchCase", "demo_layer", "main", "run_cases"]
 
@@ -180,7 +181,7 @@ def demo_layer(layer="01_conv_2d", config=DEFAULT_CONFIG):
 def _design(config):
     name = (f"conv2d_p{config.pes}_i{config.plm_in_words}_w{config.plm_w_words}"
             f"_a{config.plm_acc_words}_m{config.max_width}")
-    return Design(name, "hdl.conv2d:conv2d_accelerator", {"config": config.as_dict()})
+    return Design(name, "hdl.accelerator:accelerator", {"config": config.as_dict()})
 
 
 def run_cases(cases, *, log=print):
@@ -282,7 +283,7 @@ def main(*, write_results=False, groups=GROUPS):
         print(table + "\n")
         text.append((g, table))
     if write_results:
-        from boards.synth import write_results_section
+        from sim.results import write_results_section
 
         write_results_section("bench-conv2d", _section(dict(text)))
         print("wrote docs/results.md")

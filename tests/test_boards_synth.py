@@ -5,8 +5,9 @@ import pytest
 from amaranth.back import rtlil
 
 from boards.harness import SynthHarness
-from boards.synth import format_table, synthesize, write_results_section
+from boards.synth import format_table, synthesize
 from hdl.pe import ProcessingElement
+from sim.results import write_results_section
 
 
 def test_harness_drives_every_input_and_observes_every_output():
@@ -41,7 +42,7 @@ def test_conv2d_block_uses_the_device_config_and_stays_out_of_the_quick_lists():
     from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
 
     factory, params, description, dsp = block_setup("conv2d", "ecp5-85f")
-    assert factory == "hdl.conv2d:conv2d_accelerator" and dsp
+    assert factory == "hdl.accelerator:accelerator" and dsp
     assert params == {"config": DEFAULT_CONFIG.as_dict()} and "16 PEs" in description
     _, params, description, _ = block_setup("conv2d", "ice40-up5k")
     assert params == {"config": ICE40_CONFIG.as_dict()} and "4 PEs" in description

@@ -19,14 +19,14 @@ TARGET = "ecp5"
 
 
 def test_conv2d(sim):
-    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
+    design = Design("conv2d_p8", "hdl.accelerator:accelerator", {"config": SMALL}, TARGET)
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 10
 
 
 @pytest.mark.slow
 def test_conv2d_every_real_layer(sim):
     """Every conv layer of ResNet-8, DS-CNN and VWW (Icarus: the first commands of each)."""
-    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
+    design = Design("conv2d_p8", "hdl.accelerator:accelerator", {"config": SMALL}, TARGET)
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim, testcase="real_layers",
                       extra_env={"TESSERA_REAL_LAYERS": "all"}) == 1
 
@@ -35,7 +35,7 @@ def test_conv2d_every_real_layer(sim):
 def test_conv2d_fuzz_and_every_case(sim):
     """Every case of the defect regressions on both simulators and a thousand fuzzed lists
     on Verilator (a hundred on Icarus)."""
-    design = Design("conv2d_p8", "hdl.conv2d:conv2d_accelerator", {"config": SMALL}, TARGET)
+    design = Design("conv2d_p8", "hdl.accelerator:accelerator", {"config": SMALL}, TARGET)
     lists = "1000" if sim == "verilator" else "100"
     assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim,
                       testcase="write_error_mid_list,odd_output_address,fuzz_lists",

@@ -21,7 +21,8 @@ from hls_ref.descriptor import geometry
 from hls_ref.dma import DmaRequest
 from hls_ref.formats import QuantBlock
 from hls_ref.socket import input_tile, load_requests
-from sw.program import conv2d_program, random_conv
+from sw.fixtures import random_conv
+from sw.program import conv2d_program
 
 
 def request_beats(memory_image, request):

@@ -18,7 +18,8 @@ from hls_ref import Precision
 from hls_ref.descriptor import geometry
 from hls_ref.quant import multiply_by_quantized_multiplier
 from hls_ref.socket import store_request, store_tile
-from sw.program import conv2d_program, random_conv
+from sw.fixtures import random_conv
+from sw.program import conv2d_program
 
 #: Cycles of a tile's store beyond one per element (see the throughput test).
 STORE_LATENCY = 14

@@ -19,7 +19,8 @@ from hls_ref.descriptor import (
 from hls_ref.dma import DmaRequest, dma_request
 from hls_ref.registers import MAGIC, Access, register_map
 from hls_ref.socket import SocketModel
-from sw.program import ProgramError, conv2d_program, random_conv, random_splits
+from sw.fixtures import random_conv, random_splits
+from sw.program import ProgramError, conv2d_program
 
 
 def changed_outside(before, after, program):

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-import boards.synth
+import sim.results
 import sw.nve.cli
 from hls_ref.nve.asm import assemble
 from sw.cli import main
@@ -85,7 +85,7 @@ def test_results_are_written_only_when_every_band_matches(monkeypatch, capsys, e
     written = []
     monkeypatch.setattr(sw.nve.cli, "compile_network", lambda name, **_: net)
     monkeypatch.setattr(sw.nve.cli, "simulate_network", lambda *_, **__: runs)
-    monkeypatch.setattr(boards.synth, "write_results_section",
+    monkeypatch.setattr(sim.results, "write_results_section",
                         lambda name, body: written.append(name))
     status = main(["nve", "report", "all", "--simulate-bands", "1", "--write-results"])
     assert (status, written) == ((0, ["nve"]) if exact else (1, []))

@@ -345,7 +345,7 @@ def cmd_report(args):
         print("\nMISMATCH: a simulated band differs from the golden model or the cycle count"
               + ("; docs/results.md left as it was" if args.write_results else ""))
     elif args.write_results:
-        from boards.synth import write_results_section
+        from sim.results import write_results_section
 
         write_results_section("nve", results_section(results, sims, args.simulate_bands,
                                                      time.perf_counter() - t))

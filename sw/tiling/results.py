@@ -204,7 +204,7 @@ def main(argv=None):
     body = build_section(args.plot)
     print(body)
     if args.write:
-        from boards.synth import write_results_section
+        from sim.results import write_results_section
 
         write_results_section("tiling", body)
     return 0

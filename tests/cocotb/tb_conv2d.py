@@ -1,4 +1,4 @@
-"""cocotb testbench of the conv2d accelerator top level (``hdl.conv2d``) against the socket
+"""cocotb testbench of the accelerator (``hdl.accelerator``, conv2d datapath) against the socket
 golden model (``hls_ref.socket``): cocotbext-axi ``AxiRam`` as external memory and
 ``AxiLiteMaster`` for the registers, with random pauses on every channel.
 
@@ -21,13 +21,8 @@ from hls_ref.socket import SocketModel, store_request
 from sim.accelerator_host import AcceleratorHost
 from sim.descriptor_fuzz import random_list
 from sim.runner import Design
-from sw.program import (
-    ProgramError,
-    conv2d_program,
-    model_conv_programs,
-    random_conv,
-    random_splits,
-)
+from sw.fixtures import model_conv_programs, random_conv, random_splits
+from sw.program import ProgramError, conv2d_program
 
 MEMORY_BYTES = 1 << 20
 

@@ -1,73 +1,57 @@
-"""The 2D-convolution accelerator: register bank, command sequencer, DMA, PLMs and datapath.
+"""The conv2d datapath of the accelerator socket: checks, loads, PLMs, core and store.
 
-The host starts a descriptor list through the registers (``docs/accelerator.md``); the
-accelerator then runs it without help. Three stages work on different commands at once:
+It implements :class:`hdl.socket.signature.DatapathSignature`. Three stages work on different
+commands at once:
 
-* **front end** -- fetches descriptor ``i`` (one 8-beat DMA read), checks it in the order of
+* **front end** -- takes a descriptor the socket fetched, checks it in the order of
   :func:`hls_ref.descriptor.check` and derives everything the other blocks need (core command,
   DMA requests, store geometry) with one shared multiplier over a few cycles; then, once an
   operand bank is free, loads the input tile, the weight blob and the quantization block into
-  that bank (three DMA reads in flight back to back, their beats routed by tag);
+  that bank (three DMA reads in flight back to back, their beats routed by tag) and lets go of
+  the descriptor;
 * **compute** -- runs the core (:class:`hdl.conv_core.ConvCore`) on the oldest loaded
   command, into an accumulator bank that no store is reading;
 * **store** -- requantizes and writes each finished output tile (:class:`hdl.store.StoreUnit`
-  into the DMA writer) and retires commands in order.
+  into the socket's DMA writer) and retires commands in order.
 
 Input and weight PLMs and the quantization registers have two banks that alternate per
 command, so the loads of command ``i+1`` overlap the compute of command ``i``. The accumulator
 PLM has two banks that alternate per output tile (a command with ``acc_flag`` adds to the bank
 of the previous one), so the store of tile ``i-1`` overlaps the compute of tile ``i``.
 
-Errors follow :mod:`hls_ref.socket`: the front end stops at the first failing descriptor,
-commands before it complete (stores included), and the list ends with the error code and
-index once the pipeline has drained. A write error response stops every later command.
+Errors follow :mod:`hls_ref.socket`: the front end refuses the first failing descriptor (the
+socket then stops fetching), commands before it complete, stores included. After a write
+error (``stop``) every later command is dropped.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
-from amaranth.lib.wiring import In, Out
 
 from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
-from hls_ref.descriptor import (
-    DESCRIPTOR_BEATS,
-    DESCRIPTOR_BYTES,
-    FIELDS,
-    MAX_SEGMENT_BYTES,
-    ErrorCode,
-    Op,
-)
+from hls_ref.descriptor import MAX_SEGMENT_BYTES, ErrorCode, Op
 from hls_ref.precision import Precision
-from hls_ref.registers import register_map
 
-from .axi import AXI4LiteSignature, AXI4Signature
 from .conv_core import ConvCore, core_command_layout
-from .csr import DATA_WIDTH, CsrBank
-from .dma import BEAT_BYTES, Dma, dma_request_layout
+from .dma import BEAT_BYTES, dma_request_layout
 from .dsp import PipelinedMultiplier, shift_add_product
 from .loaders import InputLoader, QuantLoader, WeightLoader, input_beat_fields
+from .params import address_bits
 from .plm import InputPLM
-from .register_slice import RegisterSlice
 from .replica import Replicas
+from .socket.signature import ADDR_WIDTH, DatapathSignature
 from .store import StoreUnit, store_config_layout, store_quant_layout
 
-__all__ = ["Conv2DAccelerator", "conv2d_accelerator", "descriptor_layout"]
+__all__ = ["ConvDatapath", "check_conv_config"]
 
-_ADDR_WIDTH = 32
-_TAG_WIDTH = 2
-_TAG_DESC, _TAG_INPUT, _TAG_WEIGHTS, _TAG_QUANT = range(4)
+_TAG_INPUT, _TAG_WEIGHTS, _TAG_QUANT = 1, 2, 3
 _MUL_WIDTH = 18                       # operands of the front end's shared multiplier
 
 
-def _bits(count):
-    return max(1, (count - 1).bit_length())
 
-
-def descriptor_layout():
-    """The descriptor's fields (:data:`hls_ref.descriptor.FIELDS`) over its eight beats."""
-    return data.FlexibleLayout(DESCRIPTOR_BEATS * 8 * BEAT_BYTES, {
-        name: data.Field(signed(width) if is_signed else unsigned(width), 64 * beat + lsb)
-        for name, beat, lsb, width, is_signed, _ in FIELDS})
+def _input_fields_layout():
+    """The input loader's fields of a read beat (:func:`hdl.loaders.input_beat_fields`)."""
+    return data.StructLayout({"words": 3, "last_quarter": 2, "tail": 3})
 
 
 def _per_pe_select(selects, banks):
@@ -84,7 +68,7 @@ def _command_layout(in_words):
         "q_flag": unsigned(1),
         "relu": unsigned(1),
         "store": store_config_layout(),
-        "store_req": dma_request_layout(_ADDR_WIDTH),
+        "store_req": dma_request_layout(ADDR_WIDTH),
     })
 
 
@@ -94,86 +78,68 @@ def _store_record_layout():
         "index": unsigned(32),
         "q_flag": unsigned(1),
         "store": store_config_layout(),
-        "store_req": dma_request_layout(_ADDR_WIDTH),
+        "store_req": dma_request_layout(ADDR_WIDTH),
     })
 
 
-class Conv2DAccelerator(wiring.Component):
-    """The conv2d accelerator of one build (see the module docstring).
+def check_conv_config(config):
+    """Refuse conv2d builds the RTL cannot implement, naming the limit (``ValueError``)."""
+    pes = config.pes
+    problems = []
+    if pes % 4:
+        problems.append(f"pes ({pes}) must be a multiple of 4 (one beat holds 4 weights)")
+    if config.plm_w_words % pes or config.plm_acc_words % pes:
+        problems.append("plm_w_words and plm_acc_words must be multiples of pes")
+    if config.plm_in_words % 4:
+        problems.append("plm_in_words must be a multiple of 4")
+    if 2 * max(config.plm_in_words, config.plm_w_words) > MAX_SEGMENT_BYTES:
+        problems.append("an input or weight bank must fit one DMA segment "
+                        f"({MAX_SEGMENT_BYTES} bytes)")
+    if config.max_stride > 2:
+        problems.append(f"max_stride ({config.max_stride}) above 2")
+    if max(config.max_kernel) > 15:
+        problems.append("max_kernel above 15 (4-bit descriptor fields)")
+    if config.max_width >= 1 << 16:
+        problems.append("max_width must fit 16 bits")
+    if not config.double_buffer:
+        problems.append("the RTL is always double-buffered (double_buffer=True)")
+    if problems:
+        raise ValueError("unsupported conv2d build: " + "; ".join(problems))
+
+
+class ConvDatapath(wiring.Component):
+    """The conv2d datapath of one build (see the module docstring).
 
     Parameters
     ----------
     config : AcceleratorConfig
-        The build: PEs, PLM banks, limits, precisions (``hls_ref.config``). The register
-        map's constants and the hardware checks come from it.
+        The build: PEs, PLM banks, limits, precisions (``hls_ref.config``).
     pe_stages : int
         Pipeline stages of the ST multipliers (4: the ECP5 timing needs every boundary, the
         DSP products registered once more in the fabric included).
     requant_stages : int or None
         Pipeline stages of the requantizer (its default if None).
-    max_burst, max_outstanding : int
-        DMA burst length (beats) and bursts in flight per direction.
 
     Members
     -------
-    csr : ``In(AXI4LiteSignature(addr_width=12, data_width=32))``
-        Registers (``hls_ref.registers``).
-    bus : ``Out(AXI4Signature(addr_width=32, data_width=64))``
-        External memory.
-    irq : ``Out(1)``
-        ``CTRL.irq_enable & (STATUS.done | STATUS.error)``.
+    The members of :class:`hdl.socket.signature.DatapathSignature`.
     """
 
-    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=4, requant_stages=None,
-                 max_burst=16, max_outstanding=4):
+    #: The descriptors this datapath runs.
+    op = Op.CONV2D
+
+    def __init__(self, config=DEFAULT_CONFIG, *, pe_stages=4, requant_stages=None):
         if not isinstance(config, AcceleratorConfig):
             raise TypeError(f"config must be an AcceleratorConfig, not {config!r}")
-        self._check_config(config)
+        check_conv_config(config)
         self._config = config
         self._pe_stages = pe_stages
         self._requant_stages = requant_stages
-        self._max_burst = max_burst
-        self._max_outstanding = max_outstanding
-        self._regmap = register_map(config, "conv2d")
-        super().__init__({
-            "csr": In(AXI4LiteSignature(addr_width=self._regmap.addr_width,
-                                        data_width=DATA_WIDTH)),
-            "bus": Out(AXI4Signature(addr_width=_ADDR_WIDTH, data_width=8 * BEAT_BYTES)),
-            "irq": Out(1),
-        })
-
-    @staticmethod
-    def _check_config(config):
-        """Refuse builds the RTL cannot implement, naming the limit."""
-        pes = config.pes
-        problems = []
-        if pes % 4:
-            problems.append(f"pes ({pes}) must be a multiple of 4 (one beat holds 4 weights)")
-        if config.plm_w_words % pes or config.plm_acc_words % pes:
-            problems.append("plm_w_words and plm_acc_words must be multiples of pes")
-        if config.plm_in_words % 4:
-            problems.append("plm_in_words must be a multiple of 4")
-        if 2 * max(config.plm_in_words, config.plm_w_words) > MAX_SEGMENT_BYTES:
-            problems.append("an input or weight bank must fit one DMA segment "
-                            f"({MAX_SEGMENT_BYTES} bytes)")
-        if config.max_stride > 2:
-            problems.append(f"max_stride ({config.max_stride}) above 2")
-        if max(config.max_kernel) > 15:
-            problems.append("max_kernel above 15 (4-bit descriptor fields)")
-        if config.max_width >= 1 << 16:
-            problems.append("max_width must fit 16 bits")
-        if not config.double_buffer:
-            problems.append("the RTL is always double-buffered (double_buffer=True)")
-        if problems:
-            raise ValueError("unsupported conv2d build: " + "; ".join(problems))
+        super().__init__(DatapathSignature(fields_width=_input_fields_layout().size))
 
     @property
     def config(self):
         return self._config
-
-    @property
-    def regmap(self):
-        return self._regmap
 
     def elaborate(self, platform):
         m = Module()
@@ -182,18 +148,12 @@ class Conv2DAccelerator(wiring.Component):
         in_words = config.plm_in_words
         w_rows = config.plm_w_words // pes
         acc_rows = config.plm_acc_words // pes
-        w_bits, acc_bits = _bits(w_rows), _bits(acc_rows)
+        w_bits, acc_bits = address_bits(w_rows), address_bits(acc_rows)
 
         # --- blocks ---------------------------------------------------------------------------
-        m.submodules.csr = csr = CsrBank(self._regmap)
-        wiring.connect(m, wiring.flipped(self.csr), csr.bus)
-        m.submodules.dma = dma = Dma(addr_width=_ADDR_WIDTH, max_burst=self._max_burst,
-                                     max_outstanding=self._max_outstanding,
-                                     tag_width=_TAG_WIDTH)
-        wiring.connect(m, wiring.flipped(self.bus), dma.bus)
         # the input PLM registers its block RAMs' outputs (see hdl.plm); the core aligns
         m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2,
-                                                      write_latency=1)
+                                                write_latency=1)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
                                             stages=self._pe_stages, dsp=config.pe_dsp,
@@ -240,98 +200,26 @@ class Conv2DAccelerator(wiring.Component):
         bank_full = Signal(2)            # operand banks holding a loaded, uncomputed command
         acc_busy = Signal(2)             # accumulator banks waiting for or being stored
         acc_cur = Signal()               # accumulator bank of the latest computed command
-        write_fail = Signal()            # a store got an error response: stop everything
-
-        # --- registers ------------------------------------------------------------------------
-        def port(reg, field):
-            return csr.field_port(reg, field)
-
-        running = Signal()
-        start = port("CTRL", "start") & ~running
-        status_done_set = Signal()
-        status_error_set = Signal()
-        err_code = Signal(8)
-        err_index = Signal(32)
-        progress = Signal(32)
-        counters = {name: Signal(64, name=f"count_{name.lower()}")
-                    for name in ("CYCLES", "MAC_CYCLES", "BYTES_READ", "BYTES_WRITTEN")}
-        m.d.comb += [
-            port("STATUS", "busy").eq(running),
-            csr.set_port("STATUS", "done").eq(status_done_set),
-            csr.set_port("STATUS", "error").eq(status_error_set),
-            port("STATUS", "code").eq(err_code),
-            port("ERR_INDEX", "value").eq(err_index),
-            port("PROGRESS", "value").eq(progress),
-            port("TILES", "value").eq(progress),
-            self.irq.eq(port("CTRL", "irq_enable")
-                        & (port("STATUS", "done") | port("STATUS", "error"))),
-        ]
-        for name, counter in counters.items():
-            m.d.comb += [port(f"{name}_LO", "value").eq(counter[:32]),
-                         port(f"{name}_HI", "value").eq(counter[32:])]
-
-        # counters: cleared by a start, counting while the list runs
-        bus = dma.bus
-        # A beat's strobes are registered, then their count, before it is added: the strobes
-        # come from the DMA writer's FIFO head through its burst logic, and neither the count
-        # nor the 64-bit adder should follow that (or each other) in the same cycle. The
-        # count reaches the counter two cycles after its beat; the list's end is later still.
-        read_beat = Signal()
-        write_beat = Signal()
-        strobes = Signal.like(bus.wstrb)
-        m.d.sync += [
-            read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
-            write_beat.eq(bus.wvalid & bus.wready),
-            strobes.eq(bus.wstrb),
-        ]
-        written = Signal(4)
-        m.d.sync += written.eq(Mux(write_beat, sum(strobes[k] for k in range(BEAT_BYTES)), 0))
-        with m.If(start):
-            m.d.sync += [c.eq(0) for c in counters.values()]
-            m.d.sync += [progress.eq(0), err_code.eq(0), err_index.eq(0)]
-        with m.Elif(running):
-            m.d.sync += [
-                counters["CYCLES"].eq(counters["CYCLES"] + 1),
-                counters["MAC_CYCLES"].eq(counters["MAC_CYCLES"] + core.mac),
-                counters["BYTES_READ"].eq(counters["BYTES_READ"]
-                                          + Mux(read_beat, BEAT_BYTES, 0)),
-                counters["BYTES_WRITTEN"].eq(counters["BYTES_WRITTEN"] + written),
-            ]
+        write_fail = self.stop           # a store failed: drop everything after it
+        rd_err = self.rd_error           # a read failed (the socket clears it per list)
+        m.d.comb += self.mac.eq(core.mac)
 
         # --- DMA read side: one request register, beats routed by tag -------------------------
         req_valid = Signal()
-        req = Signal(dma.rd_req.payload.shape())
-        rd_pending = Signal(3)           # read requests issued whose completion has not come
-        rd_err = Signal()                # an error response since the front end last cleared
-        issued = req_valid & dma.rd_req.ready
-        m.d.comb += [
-            dma.rd_req.valid.eq(req_valid),
-            dma.rd_req.payload.eq(req),
-            dma.rd_done.ready.eq(1),
-        ]
+        req = Signal(self.rd_req.payload.shape())
+        issued = req_valid & self.rd_req.ready
+        m.d.comb += [self.rd_req.valid.eq(req_valid), self.rd_req.payload.eq(req)]
         with m.If(issued):
             m.d.sync += req_valid.eq(0)
-        m.d.sync += rd_pending.eq(rd_pending + issued - dma.rd_done.valid)
-        with m.If(dma.rd_done.valid & dma.rd_done.payload.err):
-            m.d.sync += rd_err.eq(1)
 
-        # Read beats pass a register slice on their way to the loaders: the DMA's beat fields
-        # (decoded from its in-flight FIFO) and the input loader's ready both end there. The
-        # input loader's fields derived from each beat are formed before it, so that the
-        # loader's ready and word count start from registers.
-        x_fields = input_beat_fields(dma.rd_data.payload, x_loader.cfg)
-        m.submodules.rd_slice = rd_slice = RegisterSlice(data.StructLayout({
-            "beat": dma.rd_data.payload.shape(),
-            "x": data.StructLayout({name: len(value) for name, value in x_fields.items()}),
-        }))
-        m.d.comb += [
-            rd_slice.i.valid.eq(dma.rd_data.valid),
-            rd_slice.i.payload.beat.eq(dma.rd_data.payload),
-            *[getattr(rd_slice.i.payload.x, name).eq(v) for name, v in x_fields.items()],
-            dma.rd_data.ready.eq(rd_slice.i.ready),
-        ]
-        beats = rd_slice.o
+        # The socket's read slice carries the input loader's fields of each beat, formed
+        # before it, so that the loader's ready and word count start from registers.
+        x_fields = input_beat_fields(self.rd_peek, x_loader.cfg)
+        m.d.comb += self.rd_fields.eq(Cat(x_fields["words"], x_fields["last_quarter"],
+                                          x_fields["tail"]))
+        beats = self.rd_beats
         beat = beats.payload.beat
+        fields = data.View(_input_fields_layout(), beats.payload.fields)
         f_bank = Signal()                # operand bank the front end loads next
         # Quantization beats pass one more register per loader (its ready is always 1): the
         # registers they write are spread over every PE, and the beat's tag decode should
@@ -344,7 +232,8 @@ class Conv2DAccelerator(wiring.Component):
             m.d.comb += loader.beats.valid.eq(q_valid[k])
         # a completion may overtake its last beats (held in the slice, or in the register of
         # a quantization loader): reads are over when all have drained
-        reads_idle = (rd_pending == 0) & ~beats.valid & ~q_valid.any()
+        m.d.comb += self.reads_busy.eq(q_valid.any())
+        reads_idle = self.rd_idle & ~q_valid.any()
         loaders = [(x_loader, beat.tag == _TAG_INPUT), (w_loader, beat.tag == _TAG_WEIGHTS)]
         for loader, selected in loaders:
             target = loader.beats.payload
@@ -354,28 +243,21 @@ class Conv2DAccelerator(wiring.Component):
                 target.seg_last.eq(beat.seg_last), target.last.eq(beat.last),
                 target.err.eq(beat.err),
             ]
-        m.d.comb += [getattr(x_loader.beats.payload, name).eq(getattr(beats.payload.x, name))
+        m.d.comb += [getattr(x_loader.beats.payload, name).eq(getattr(fields, name))
                      for name in x_fields]
         m.d.comb += beats.ready.eq(Mux(beat.tag == _TAG_INPUT, x_loader.beats.ready, 1))
-        desc_raw = Signal(DESCRIPTOR_BEATS * 8 * BEAT_BYTES)
-        with m.If(beats.valid & (beat.tag == _TAG_DESC)):
-            m.d.sync += desc_raw.eq(Cat(desc_raw[8 * BEAT_BYTES:], beat.data))
-        d = data.View(descriptor_layout(), desc_raw)
+        d = self.desc.payload.desc
 
         # --- front end --------------------------------------------------------------------------
-        f_index = Signal(32)
-        f_addr = Signal(_ADDR_WIDTH)
-        f_count = Signal(32)
-        f_at_end = Signal()              # f_index == f_count (kept with them: a register)
-        f_error = Signal()               # the front end stopped on a failing descriptor
-        f_code = Signal(8)
+        f_code = Signal(8)               # the first failing early check (CODE state)
         acc_valid = Signal()             # the accumulators hold partial sums of shape acc_h x w
         acc_h = Signal(16)
         acc_w = Signal(16)
 
-        # the padded tile's extent (registered in SPAN, a cycle before the checks use it), and
-        # 2**(stride == 2) - kernel, so that out = (span + k_adjust) >> (stride == 2) is one
-        # addition: ((span - kernel) >> s) + 1 == (span - kernel + 2**s) >> s
+        # the padded tile's extent (registered as the descriptor arrives, a cycle before the
+        # checks use it), and 2**(stride == 2) - kernel, so that out = (span + k_adjust) >>
+        # (stride == 2) is one addition: ((span - kernel) >> s) + 1 == (span - kernel + 2**s)
+        # >> s
         span_h = Signal(18)
         span_w = Signal(18)
         k_adjust_h = Signal(signed(18))
@@ -390,7 +272,7 @@ class Conv2DAccelerator(wiring.Component):
         supported = Const(sum(1 << p.value for p in config.precisions), 8)
         max_kh, max_kw = config.max_kernel
         early_checks = [
-            (ErrorCode.BAD_OP, d.op != Op.CONV2D),
+            (ErrorCode.BAD_OP, d.op != self.op),
             (ErrorCode.BAD_PRECISION, ~supported.bit_select(prec, 1)),
             (ErrorCode.BAD_OUT_WIDTH, d.out_width == 3),
             (ErrorCode.ZERO_DIM, (d.in_h == 0) | (d.in_w == 0) | (d.in_c == 0)
@@ -509,49 +391,24 @@ class Conv2DAccelerator(wiring.Component):
         loaded_double = Mux(f_bank, q_regs[1].double, q_regs[0].double)
 
         load_start = Signal()            # the loads of the front end's command begin
-        finish = Signal()                # the list ends this cycle
 
-        def fail(code):
-            return [f_error.eq(1), f_code.eq(code), rd_err.eq(0)]
+        def let_go(accepted, code):
+            """Hand the descriptor back to the socket: accepted (loaded and queued), or
+            refused with ``code`` (0: stopped after a failed store)."""
+            return [self.desc.ready.eq(1), self.verdict.accepted.eq(accepted),
+                    self.verdict.code.eq(code)]
 
         with m.FSM(name="front") as front:
             with m.State("IDLE"):
-                with m.If(start):
-                    # a list that is not 64-byte aligned is refused before any fetch
-                    misaligned = port("DESC_ADDR", "value")[:6] != 0
-                    m.d.sync += [f_index.eq(0), f_addr.eq(port("DESC_ADDR", "value")),
-                                 f_count.eq(port("DESC_COUNT", "value")),
-                                 f_error.eq(misaligned),
-                                 f_code.eq(Mux(misaligned, ErrorCode.BAD_DESC_ADDR, 0)),
-                                 rd_err.eq(0),
-                                 f_at_end.eq(port("DESC_COUNT", "value") == 0)]
-                    with m.If(misaligned):
-                        m.next = "STOPPED"
-                    with m.Else():
-                        m.next = "NEXT"
-            with m.State("NEXT"):
-                with m.If(write_fail | f_at_end):
-                    m.next = "STOPPED"
-                with m.Else():
-                    m.d.sync += [req_valid.eq(1), req.addr.eq(f_addr),
-                                 req.seg_bytes.eq(DESCRIPTOR_BYTES), req.inner_count.eq(1),
-                                 req.outer_count.eq(1), req.tag.eq(_TAG_DESC)]
-                    m.next = "FETCH"
-            with m.State("FETCH"):
-                with m.If(~req_valid & reads_idle):
-                    with m.If(rd_err):
-                        m.d.sync += fail(ErrorCode.AXI_READ)
-                        m.next = "STOPPED"
-                    with m.Else():
-                        m.next = "SPAN"
-            with m.State("SPAN"):
-                m.d.sync += [
-                    span_h.eq(d.in_h + d.pad_top + d.pad_bottom),
-                    span_w.eq(d.in_w + d.pad_left + d.pad_right),
-                    k_adjust_h.eq(Mux(d.stride_h == 2, 2, 1) - d.kernel_h),
-                    k_adjust_w.eq(Mux(d.stride_w == 2, 2, 1) - d.kernel_w),
-                ]
-                m.next = "CHECK"
+                # a dispatched descriptor: its padded tile's extent is registered first
+                with m.If(self.desc.valid):
+                    m.d.sync += [
+                        span_h.eq(d.in_h + d.pad_top + d.pad_bottom),
+                        span_w.eq(d.in_w + d.pad_left + d.pad_right),
+                        k_adjust_h.eq(Mux(d.stride_h == 2, 2, 1) - d.kernel_h),
+                        k_adjust_w.eq(Mux(d.stride_w == 2, 2, 1) - d.kernel_w),
+                    ]
+                    m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += [
                     early_failed.eq(Cat(failed for _, failed in early_checks)),
@@ -589,8 +446,8 @@ class Conv2DAccelerator(wiring.Component):
             ]
             with m.State("MUL"):
                 with m.If((mul_step == 0) & (mul_phase == 0) & (f_code != 0)):
-                    m.d.sync += fail(f_code)
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, f_code)
+                    m.next = "IDLE"
                 with m.Elif(mul_phase != 2):
                     m.d.sync += mul_phase.eq(mul_phase + 1)
                 with m.Else():
@@ -610,13 +467,14 @@ class Conv2DAccelerator(wiring.Component):
             with m.State("DECIDE"):
                 # (the command's records are written whatever the decision, below)
                 with m.If(late_failed != 0):
-                    m.d.sync += fail(first_code(late_checks, late_failed))
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, first_code(late_checks, late_failed))
+                    m.next = "IDLE"
                 with m.Else():
                     m.next = "BANK"
             with m.State("BANK"):
                 with m.If(write_fail):
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, 0)
+                    m.next = "IDLE"
                 with m.Elif(load_start):
                     m.d.sync += [req_valid.eq(1), x_loader.cfg.bank.eq(f_bank),
                                  w_loader.bank.eq(f_bank)]
@@ -641,30 +499,25 @@ class Conv2DAccelerator(wiring.Component):
                     m.next = "LOADED"
             with m.State("LOADED"):
                 with m.If(rd_err):
-                    m.d.sync += fail(ErrorCode.AXI_READ)
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, ErrorCode.AXI_READ)
+                    m.next = "IDLE"
                 with m.Elif(q_bad):
-                    m.d.sync += fail(ErrorCode.BAD_QBLOCK)
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, ErrorCode.BAD_QBLOCK)
+                    m.next = "IDLE"
                 with m.Elif(write_fail):
-                    m.next = "STOPPED"
+                    m.d.comb += let_go(0, 0)
+                    m.next = "IDLE"
                 with m.Elif(~pend_valid):
                     m.d.sync += pend_valid.eq(1)
                     m.next = "ADVANCE"
             with m.State("ADVANCE"):
-                # the front end's own state moves on a cycle after the hand-off, so that these
+                # the descriptor is let go of (the socket moves to the next) and the front
+                # end's own state moves on a cycle after the hand-off, so that these
                 # registers' enable is the state, not the hand-off's conditions
-                m.d.sync += [
-                    f_bank.eq(~f_bank),
-                    acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w),
-                    f_index.eq(f_index + 1),
-                    f_addr.eq(f_addr + DESCRIPTOR_BYTES),
-                    f_at_end.eq(f_index + 1 == f_count),
-                ]
-                m.next = "NEXT"
-            with m.State("STOPPED"):
-                with m.If(finish):
-                    m.next = "IDLE"
+                m.d.comb += let_go(1, 0)
+                m.d.sync += [f_bank.eq(~f_bank),
+                             acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w)]
+                m.next = "IDLE"
         # The multiplier's operands are loaded every cycle from the step's sources (which
         # hold still from the step's first cycle on), so their enable is no state decode.
         m.d.comb += [multiplier.x.eq(Array(a for a, _, _ in steps)[mul_step]),
@@ -680,7 +533,7 @@ class Conv2DAccelerator(wiring.Component):
         with m.If(deciding):
             core_cmd, st, sreq = dec.core, dec.store, dec.store_req
             m.d.sync += [
-                dec.index.eq(f_index),
+                dec.index.eq(self.desc.payload.index),
                 dec.q_flag.eq(d.q_flag),
                 dec.relu.eq(d.relu),
                 core_cmd.precision.eq(prec),
@@ -865,14 +718,15 @@ class Conv2DAccelerator(wiring.Component):
         m.d.comb += [
             store.start.eq(st_go),
             store.cfg.eq(st.store),
-            dma.wr_req.valid.eq(st_req_valid),
-            dma.wr_req.payload.eq(st.store_req),
-            dma.wr_data.valid.eq(store.beats.valid),
-            dma.wr_data.payload.eq(store.beats.payload),
-            store.beats.ready.eq(dma.wr_data.ready),
+            self.wr_req.valid.eq(st_req_valid),
+            self.wr_req.payload.eq(st.store_req),
+            self.wr_data.valid.eq(store.beats.valid),
+            self.wr_data.payload.eq(store.beats.payload),
+            store.beats.ready.eq(self.wr_data.ready),
+            self.error_index.eq(st.index),
         ]
         m.d.sync += st_go.eq(0)
-        with m.If(st_req_valid & dma.wr_req.ready):
+        with m.If(st_req_valid & self.wr_req.ready):
             m.d.sync += st_req_valid.eq(0)
         store_owns = Signal()            # the store unit reads accumulator bank st.acc_bank
         retire = Signal()                # a command completes (in list order)
@@ -903,10 +757,8 @@ class Conv2DAccelerator(wiring.Component):
                 with m.If(store_release):
                     m.next = "RESPONSE"
             with m.State("RESPONSE"):
-                with m.If(dma.wr_done.valid):
-                    with m.If(dma.wr_done.payload.err):
-                        m.d.sync += [write_fail.eq(1), err_index.eq(st.index),
-                                     err_code.eq(ErrorCode.AXI_WRITE)]
+                with m.If(self.wr_done.valid):
+                    m.d.comb += self.write_error.eq(self.wr_done.payload.err)
                     m.next = "IDLE"
         # Bank flags are set and cleared by different stages, possibly in the same cycle, so
         # each is updated by one assignment from its set and clear masks.
@@ -932,12 +784,10 @@ class Conv2DAccelerator(wiring.Component):
             store_next.eq(idle & stores.r_rdy & ~write_fail & head.q_flag),
             store_owns.eq(store_fsm.ongoing("STORE")),
             store_fsm_idle.eq(idle),
-            dma.wr_done.ready.eq(responding),
+            self.wr_done.ready.eq(responding),
             retire.eq((idle & stores.r_rdy & ~write_fail & ~head.q_flag)
-                      | (responding & dma.wr_done.valid & ~dma.wr_done.payload.err)),
+                      | (responding & self.wr_done.valid & ~self.wr_done.payload.err)),
         ]
-        with m.If(retire):
-            m.d.sync += progress.eq(progress + 1)
 
         # accumulator PLM: two banks; the core owns one, the store unit may read the other
         sums = data.ArrayLayout(signed(32), pes)
@@ -969,32 +819,12 @@ class Conv2DAccelerator(wiring.Component):
             m.d.comb += [reader.acc_rd.data[pe].eq(v) for pe, v in
                          enumerate(_per_pe_select(selects, acc_reads))]
 
-        # --- end of the list --------------------------------------------------------------------
-        # Once the front end has stopped, nothing new enters the pipeline, so ``drained``
-        # stays true once it is: it is registered (the status word's code and index, set at
-        # ``finish``, would otherwise follow the read counters and the stages in one cycle).
-        drained = Signal()
-        m.d.sync += drained.eq(front.ongoing("STOPPED") & ~pend_valid & ~comp_active
-                               & (stores.level == 0) & store_fsm.ongoing("IDLE")
-                               & reads_idle)
+        # --- the list -------------------------------------------------------------------------
         m.d.comb += [
-            finish.eq(running & drained & front.ongoing("STOPPED")),
-            status_error_set.eq(finish & (write_fail | f_error)),
-            status_done_set.eq(finish & ~write_fail & ~f_error),
+            self.retire.eq(retire),
+            self.busy.eq(pend_valid | comp_active | (stores.level != 0)
+                         | ~store_fsm.ongoing("IDLE")),
         ]
-        with m.If(start):
-            m.d.sync += running.eq(1)
-        with m.Elif(finish):
-            m.d.sync += [running.eq(0), write_fail.eq(0)]
-            with m.If(write_fail | f_error):
-                m.d.sync += acc_valid.eq(0)
-            with m.If(~write_fail & f_error):
-                m.d.sync += [err_code.eq(f_code), err_index.eq(f_index)]
+        with m.If(self.abort):
+            m.d.sync += acc_valid.eq(0)
         return m
-
-
-def conv2d_accelerator(config=None, **params):
-    """:class:`Conv2DAccelerator` from plain data (``config`` as
-    :meth:`AcceleratorConfig.as_dict`), for the Verilog generator and the testbenches."""
-    config = DEFAULT_CONFIG if config is None else AcceleratorConfig(**config)
-    return Conv2DAccelerator(config, **params)
