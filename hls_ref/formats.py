@@ -6,6 +6,9 @@
 * :class:`TensorLayout` -- activation tensors: HWC, densely packed sub-words (16 x int4,
   8 x int8 or 4 x int16 per beat), each pixel's channel vector aligned so that a beat never
   straddles two pixels unless whole pixels share it, each row starting on a beat.
+* :class:`BlockedLayout` -- activation tensors, channel-blocked: each row is its channel
+  blocks (the channels of one beat) one after the other, each block the row's pixels in order;
+  :func:`make_layout` picks either by name.
 * :func:`conv_weight_blob`, :func:`depthwise_weight_blob`, :func:`fc_weight_blob` -- weights
   pre-arranged by the compiler as the PE array consumes them: one 16-bit ST ``B`` operand per
   PE per cycle, already in the crossed slot order.
@@ -23,7 +26,9 @@ from .st import pack_weights
 
 __all__ = [
     "BEAT_BITS",
+    "LAYOUTS",
     "OUTPUT_WIDTHS",
+    "BlockedLayout",
     "QuantBlock",
     "TensorLayout",
     "accumulator_bound",
@@ -31,10 +36,12 @@ __all__ = [
     "depthwise_weight_blob",
     "fc_weight_blob",
     "fold_input_zero_point",
+    "make_layout",
 ]
 
 BEAT_BITS = 64
 OUTPUT_WIDTHS = (4, 8, 16)
+LAYOUTS = ("hwc", "blocked")
 
 
 def _check_bits(bits):
@@ -58,6 +65,8 @@ class TensorLayout:
     width: int
     channels: int
     bits: int
+
+    kind = "hwc"
 
     def __post_init__(self):
         _check_bits(self.bits)
@@ -124,6 +133,114 @@ class TensorLayout:
         rows = grid[:, :self.width * self.channel_stride].reshape(
             self.height, self.width, self.channel_stride)
         return rows[..., :self.channels]
+
+
+@dataclass(frozen=True)
+class BlockedLayout:
+    """Channel-blocked activation tensor: where element ``(h, w, c)`` of an ``H x W x C``
+    tensor of ``bits``-bit values lives (``docs/formats.md`` section 1b).
+
+    A *block* is the channels of one 64-bit beat (``64 / bits``: 4 at 16 bits, 8 at 8 bits,
+    16 at 4 bits); a tensor has ``blocks = ceil(C / block)`` of them, the last one zero-filled.
+    Row ``h`` holds block 0 of every pixel of the row, then block 1 of every pixel, and so on:
+    element ``(h, w, c)`` has index ``((h * blocks + c // block) * W + w) * block + c % block``
+    and occupies bits ``[index * bits, (index + 1) * bits)`` of the little-endian beat stream.
+    Every pixel's block is one beat, so a band of rows is contiguous, and so is a range of
+    channel blocks inside one row (one DMA segment per row, where HWC needs one per pixel).
+    """
+
+    height: int
+    width: int
+    channels: int
+    bits: int
+
+    kind = "blocked"
+
+    def __post_init__(self):
+        _check_bits(self.bits)
+        for name in ("height", "width", "channels"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}")
+
+    @property
+    def per_beat(self):
+        """Elements per 64-bit beat (= channels per block)."""
+        return BEAT_BITS // self.bits
+
+    @property
+    def block(self):
+        return self.per_beat
+
+    @property
+    def blocks(self):
+        return -(-self.channels // self.block)
+
+    @property
+    def channel_stride(self):
+        """Channels a pixel occupies, fillers included (whole blocks)."""
+        return self.blocks * self.block
+
+    @property
+    def row_stride(self):
+        """Elements per row (always whole beats)."""
+        return self.blocks * self.width * self.block
+
+    @property
+    def block_stride(self):
+        """Elements from one channel block of a row to the next."""
+        return self.width * self.block
+
+    @property
+    def beats(self):
+        return self.height * self.row_stride // self.per_beat
+
+    @property
+    def bytes(self):
+        return self.beats * BEAT_BITS // 8
+
+    def element_index(self, h, w, c):
+        return ((h * self.blocks + c // self.block) * self.width + w) * self.block \
+            + c % self.block
+
+    def pack(self, x):
+        """HWC signed integers -> uint64 beats."""
+        x = np.asarray(x, np.int64)
+        if x.shape != (self.height, self.width, self.channels):
+            raise ValueError(f"tensor shape {x.shape} does not match the layout "
+                             f"{(self.height, self.width, self.channels)}")
+        low, high = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        if x.size and (x.min() < low or x.max() > high):
+            raise ValueError(f"values must fit signed {self.bits} bits")
+        padded = np.zeros((self.height, self.width, self.channel_stride), np.uint64)
+        padded[..., :self.channels] = (x & ((1 << self.bits) - 1)).astype(np.uint64)
+        grid = padded.reshape(self.height, self.width, self.blocks, self.block)
+        fields = grid.transpose(0, 2, 1, 3).reshape(-1, self.per_beat)
+        shifts = np.arange(self.per_beat, dtype=np.uint64) * np.uint64(self.bits)
+        return np.bitwise_or.reduce(fields << shifts, axis=1)
+
+    def unpack(self, beats):
+        """uint64 beats -> HWC int64 values (filler channels ignored)."""
+        beats = np.asarray(beats, np.uint64)
+        if beats.shape != (self.beats,):
+            raise ValueError(f"expected {self.beats} beats, got {beats.shape}")
+        shifts = np.arange(self.per_beat, dtype=np.uint64) * np.uint64(self.bits)
+        mask = np.uint64((1 << self.bits) - 1)
+        fields = ((beats[:, None] >> shifts) & mask).astype(np.int64)
+        fields = np.where(fields >= 1 << (self.bits - 1), fields - (1 << self.bits), fields)
+        grid = fields.reshape(self.height, self.blocks, self.width, self.block)
+        hwc = grid.transpose(0, 2, 1, 3).reshape(self.height, self.width, self.channel_stride)
+        return hwc[..., :self.channels]
+
+
+def make_layout(kind, height, width, channels, bits):
+    """The layout named ``kind`` (``"hwc"``: :class:`TensorLayout`, ``"blocked"``:
+    :class:`BlockedLayout`) of an ``height x width x channels`` tensor of ``bits``-bit
+    elements."""
+    if kind == "hwc":
+        return TensorLayout(height, width, channels, bits)
+    if kind == "blocked":
+        return BlockedLayout(height, width, channels, bits)
+    raise ValueError(f"layout must be one of {LAYOUTS}, not {kind!r}")
 
 
 def _words_to_blob(words):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from hls_ref import Precision, pack_activations, pack_weights
 from hls_ref.formats import (
+    BlockedLayout,
     QuantBlock,
     TensorLayout,
     accumulator_bound,
@@ -14,6 +15,7 @@ from hls_ref.formats import (
     depthwise_weight_blob,
     fc_weight_blob,
     fold_input_zero_point,
+    make_layout,
 )
 from hls_ref.layers import conv2d_acc
 
@@ -81,6 +83,62 @@ def test_activation_words_are_st_a_operands(precision):
     beats = TensorLayout(3, 4, 8, bits).pack(x)
     words = beats.view(np.uint16).reshape(3, 4, -1)[..., :8 // precision.lanes]
     assert np.array_equal(words, pack_activations(x, precision))
+
+
+# --- 1b. Channel-blocked activation tensors --------------------------------------------------
+
+
+@pytest.mark.parametrize("h, w, c, bits, seed", [(2, 3, 5, 8, 0), (3, 4, 17, 4, 1),
+                                                 (1, 7, 9, 16, 2), (4, 2, 16, 8, 3),
+                                                 (2, 5, 1, 4, 4), (3, 3, 40, 8, 5)])
+def test_blocked_packing_round_trip_and_bit_positions(h, w, c, bits, seed):
+    rng = np.random.default_rng(seed)
+    lay = BlockedLayout(h, w, c, bits)
+    x = rng.integers(-(1 << (bits - 1)), 1 << (bits - 1), (h, w, c))
+    beats = lay.pack(x)
+    assert beats.shape == (lay.beats,) and lay.bytes == 8 * lay.beats
+    assert np.array_equal(lay.unpack(beats), x)
+    block = 64 // bits
+    blocks = -(-c // block)
+    assert lay.row_stride == blocks * w * block
+    for hh, ww, cc in [(0, 0, 0), (h - 1, w - 1, c - 1), (h // 2, w // 2, c // 2)]:
+        index = ((hh * blocks + cc // block) * w + ww) * block + cc % block
+        assert lay.element_index(hh, ww, cc) == index
+        assert _field(beats, index, bits) == int(x[hh, ww, cc]) & ((1 << bits) - 1)
+    # fillers of the last block are zero
+    for hh in range(h):
+        for ww in range(w):
+            for cc in range(c, blocks * block):
+                assert _field(beats, lay.element_index(hh, ww, cc), bits) == 0
+
+
+def test_blocked_example_from_the_document():
+    # two int8 pixels of 10 channels: block 0 of both pixels, then block 1 of both
+    x = np.array([[list(range(1, 11)), list(range(-1, -11, -1))]])
+    beats = BlockedLayout(1, 2, 10, 8).pack(x)
+    assert [f"{int(b):016X}" for b in beats] == [
+        "0807060504030201", "F8F9FAFBFCFDFEFF", "0000000000000A09", "000000000000F6F7"]
+
+
+def test_blocked_bands_and_channel_blocks_are_contiguous():
+    # a band of rows, and a run of channel blocks inside a row, are one contiguous range
+    lay = BlockedLayout(4, 3, 20, 8)
+    idx = np.array([[[lay.element_index(h, w, c) for c in range(20)] for w in range(3)]
+                    for h in range(4)])
+    band = np.sort(idx[1:3].ravel())
+    assert band[-1] - band[0] + 1 <= 2 * lay.row_stride and set(
+        range(lay.row_stride, 3 * lay.row_stride)) >= set(band.tolist())
+    blocks = np.sort(idx[2, :, 8:16].ravel())
+    assert np.array_equal(blocks, np.arange(blocks[0], blocks[0] + 24))
+
+
+def test_make_layout_names_both_layouts():
+    assert isinstance(make_layout("hwc", 1, 2, 3, 8), TensorLayout)
+    assert isinstance(make_layout("blocked", 1, 2, 3, 8), BlockedLayout)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        make_layout("chw", 1, 2, 3, 8)
+    with pytest.raises(ValueError, match="element width"):
+        BlockedLayout(1, 1, 1, 2)
 
 
 def test_bad_layouts_are_refused():

@@ -122,9 +122,12 @@ class Capacity:
         return WORD_BYTES * words
 
     def layer_weight_bytes(self, layer):
-        """(weight blob, quantization block) bytes of a whole layer in one tile."""
-        return (self.weight_bytes(layer.kind, layer.kernel, layer.out_channels,
-                                  layer.in_channels), self.qblock_bytes(layer.out_channels))
+        """(weight blob, quantization blocks) bytes of a whole layer in one tile (a block
+        describes at most 256 channels: wider layers have several)."""
+        co = layer.out_channels
+        blocks = _ceil(co, MAX_QBLOCK_CHANNELS)
+        return (self.weight_bytes(layer.kind, layer.kernel, co, layer.in_channels),
+                BEAT_BYTES * (blocks + 2 * co))
 
     @staticmethod
     def qblock_bytes(out_channels):

@@ -9,10 +9,15 @@ strategies differ.
 
 Transfers are strided copies between external memory and a bank: ``rows`` x ``pixels``
 segments of ``segment_bytes`` each, with separate row and pixel strides on both sides. That is
-enough for every tile of the HWC layout of ``docs/formats.md``: a band of whole rows (one
-segment) or a channel slice of a band (one segment per pixel). Weight tiles are contiguous
-because the compiler lays each layer's weights out tile by tile in the order the schedule
-reads them (:func:`weight_chunks`).
+enough for every tile of both activation layouts of ``docs/formats.md``: a band of whole rows
+(one segment), a channel slice of a band (HWC: one segment per pixel; channel-blocked: one per
+row). Weight tiles are contiguous because the compiler lays each layer's weights out tile by
+tile in the order the schedule reads them (:func:`weight_chunks`).
+
+An activation :class:`Region` records the layout of its tensor (``layout``, ``shape``,
+``bits``). A region with ``view_of`` set is a channel slice of another tensor's region (the
+producers of a ``concat`` write straight into its channels): ``channel_offset`` is where its
+channels start there, and ``shape`` is the whole tensor's.
 
 Everything is deterministic and serialises to JSON (:meth:`Schedule.to_json`).
 """
@@ -20,11 +25,16 @@ Everything is deterministic and serialises to JSON (:meth:`Schedule.to_json`).
 import json
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
+from hls_ref.formats import TensorLayout, make_layout
+
 from .capacity import BEAT_BYTES, Capacity
 from .layer_tiling import Tiling, row_tiles, splits
 
 __all__ = ["Command", "LayerSchedule", "Region", "Schedule", "Step", "Transfer",
-           "materialize", "weight_chunks"]
+           "activation_transfer", "fc_input", "materialize", "own_layout", "region_layout",
+           "weight_chunks"]
 
 ALIGN = 4096
 
@@ -37,6 +47,11 @@ class Region:
     kind: str          # "activation", "weights" or "qparams"
     addr: int
     bytes: int
+    shape: tuple | None = None      # activations: (H, W, C) of the tensor laid out here
+    bits: int = 0                   # activations: element width
+    layout: str = "hwc"             # activations: "hwc" or "blocked"
+    view_of: str | None = None      # a channel slice of this tensor's region
+    channel_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +121,7 @@ class Command:
     acc_bank: int
     w_offset: int
     acc_offset: int
+    layer: str = ""     # the layer computed (fused groups and host layers)
 
 
 @dataclass
@@ -153,7 +169,8 @@ class Schedule:
         return {
             "network": self.network, "strategy": self.strategy, "capacity": self.capacity,
             "cost": self.cost,
-            "regions": [asdict(r) for r in self.regions.values()],
+            "regions": [dict(asdict(r), shape=list(r.shape) if r.shape else None)
+                        for r in self.regions.values()],
             "layers": [{
                 "layer": ls.layer, "kind": ls.kind,
                 "tiling": ls.tiling.as_dict() if ls.tiling else None,
@@ -178,7 +195,8 @@ class Schedule:
                   [Transfer(**t) for t in s["stores"]]) for s in ls["steps"]],
             ls.get("group"))
             for ls in d["layers"]]
-        regions = {r["name"]: Region(**r) for r in d["regions"]}
+        regions = {r["name"]: Region(**dict(r, shape=tuple(r["shape"]) if r.get("shape")
+                                            else None)) for r in d["regions"]}
         return cls(d["network"], d["strategy"], d["capacity"], d["cost"], regions, layers)
 
     @classmethod
@@ -195,11 +213,51 @@ class Allocator:
         self.regions = {}
         self.top = 0
 
-    def place(self, name, kind, size):
+    def place(self, name, kind, size, **activation):
         if name not in self.regions:
-            self.regions[name] = Region(name, kind, self.top, size)
+            self.regions[name] = Region(name, kind, self.top, size, **activation)
             self.top += -(-max(size, 1) // ALIGN) * ALIGN
         return self.regions[name]
+
+    def place_tensor(self, name, shape, bits, layout):
+        """An activation tensor of its own (a whole region in ``layout``)."""
+        size = make_layout(layout, *shape, bits).bytes
+        return self.place(name, "activation", size, shape=tuple(shape), bits=bits,
+                          layout=layout)
+
+    def place_view(self, name, root, channel_offset):
+        """A tensor stored as channels ``[channel_offset, ...)`` of ``root``'s region."""
+        r = self.regions[root]
+        self.regions[name] = Region(name, "activation", r.addr, r.bytes, r.shape, r.bits,
+                                    r.layout, r.view_of or root,
+                                    r.channel_offset + channel_offset)
+        return self.regions[name]
+
+
+def region_layout(region):
+    """The layout of the whole tensor laid out in ``region``."""
+    return make_layout(region.layout, *region.shape, region.bits)
+
+
+def own_layout(region, shape):
+    """The layout of a tensor of ``shape`` on its own (a bank or on-chip band holding it),
+    in the layout its region uses."""
+    return make_layout(region.layout, *shape, region.bits)
+
+
+def fc_input(layout):
+    """How a fully connected layer reads its input tensor, laid out as ``layout``:
+    (elements, index).
+
+    The FC's input vector is the producer's tensor as its layout lays it out, fillers
+    included (``elements`` of them); ``index[n]`` is where flattened (HWC order) element ``n``
+    sits in that vector. The compiler spreads the FC's weight columns the same way (zero at
+    the fillers), so no reshaping copy is needed; when the layout has no filler and is HWC,
+    ``index`` is the identity."""
+    h, w, c = layout.height, layout.width, layout.channels
+    hh, ww, cc = np.meshgrid(np.arange(h), np.arange(w), np.arange(c), indexing="ij")
+    index = layout.element_index(hh, ww, cc).reshape(-1)
+    return layout.beats * layout.per_beat, index
 
 
 def weight_chunks(layer, capacity, tiling):
@@ -230,27 +288,57 @@ def qparam_chunks(layer, tiling):
 
 # --- materialising a tiling -----------------------------------------------------------------
 
-def _activation_transfer(direction, tensor, region, layout, rows, channels, buffer, bank,
-                         bank_layout):
-    """Copy rows ``[r0, r1)`` x every pixel x channels ``[c0, c1)`` between the tensor (laid
-    out as ``layout``) and a bank holding them as ``bank_layout``."""
+def activation_transfer(direction, tensor, region, rows, channels, buffer, bank, bank_layout,
+                        bank_row=0):
+    """Copy rows ``[r0, r1)`` x every pixel x channels ``[c0, c1)`` of ``tensor`` (channels
+    counted in the tensor, which may be a view) between its region and a bank holding them as
+    ``bank_layout``, from the bank's row ``bank_row`` on."""
+    layout = region_layout(region)
     (r0, r1), (c0, c1) = rows, channels
+    c0, c1 = c0 + region.channel_offset, c1 + region.channel_offset
     bits = layout.bits
     row_b = layout.row_stride * bits // 8
-    px_b = layout.channel_stride * bits // 8
     bank_row_b = bank_layout.row_stride * bits // 8
+    offset = bank_row * bank_row_b
+    whole = c0 == 0 and c1 == layout.channels and row_b == bank_row_b
+    if layout.kind == "blocked":
+        block = layout.block
+        if c0 % block or (c1 % block and c1 != layout.channels):
+            raise ValueError(f"{tensor}: channels [{c0}, {c1}) are not whole blocks of "
+                             f"{block}")
+        seg = -(-(c1 - c0) // block) * layout.width * block * bits // 8
+        if whole or (r1 - r0 == 1 and seg == bank_row_b):
+            return Transfer(direction, tensor, buffer, bank, region.addr + r0 * row_b, offset,
+                            1, 1, (r1 - r0) * seg, row_b, seg, bank_row_b, seg)
+        addr = region.addr + r0 * row_b + (c0 // block) * layout.block_stride * bits // 8
+        return Transfer(direction, tensor, buffer, bank, addr, offset, r1 - r0, 1, seg,
+                        row_b, seg, bank_row_b, seg)
+    px_b = layout.channel_stride * bits // 8
     bank_px_b = bank_layout.channel_stride * bits // 8
-    if c0 == 0 and c1 == layout.channels and row_b == bank_row_b:
+    if whole:
         # the channel vectors and rows of both sides coincide: one contiguous band
-        return Transfer(direction, tensor, buffer, bank, region.addr + r0 * row_b, 0, 1, 1,
+        return Transfer(direction, tensor, buffer, bank, region.addr + r0 * row_b, offset, 1, 1,
                         (r1 - r0) * row_b, row_b, px_b, bank_row_b, bank_px_b)
     if (c0 * bits) % 8 or ((c1 - c0) * bits) % 8:
         raise ValueError(f"{tensor}: channels [{c0}, {c1}) of {bits}-bit elements are not "
                          f"whole bytes")
     seg = (c1 - c0) * bits // 8
     addr = region.addr + r0 * row_b + c0 * bits // 8
-    return Transfer(direction, tensor, buffer, bank, addr, 0, r1 - r0, layout.width, seg,
+    return Transfer(direction, tensor, buffer, bank, addr, offset, r1 - r0, layout.width, seg,
                     row_b, px_b, bank_row_b, bank_px_b)
+
+
+def _fc_transfer(tensor, region, channels, bank):
+    """Elements ``[k0, k1)`` of an FC's input vector (see :func:`fc_input`) into a bank."""
+    k0, k1 = channels
+    bits = region.bits
+    if (k0 * bits) % 8 or ((k1 - k0) * bits) % 8:
+        raise ValueError(f"{tensor}: elements [{k0}, {k1}) of {bits}-bit values are not "
+                         f"whole bytes")
+    seg = (k1 - k0) * bits // 8
+    bank_b = TensorLayout(1, 1, k1 - k0, bits).bytes
+    return Transfer("load", tensor, "in", bank, region.addr + k0 * bits // 8, 0, 1, 1, seg,
+                    bank_b, seg, bank_b, seg)
 
 
 def _contiguous(direction, tensor, region, offset, size, buffer, bank, bank_offset=0):
@@ -279,12 +367,12 @@ class _Banks:
 
 
 def materialize(layer, capacity, tiling, regions, input_name):
-    """Steps of one accelerated layer under ``tiling`` (regions already placed)."""
+    """Steps of one accelerated layer under ``tiling`` (regions already placed; for an FC,
+    ``layer`` reads the input vector :func:`fc_input` describes)."""
     pes = capacity.pes
     _, wo, co = layer.out_shape
     c_in = layer.in_channels
-    in_layout = capacity.layout(layer.in_shape)
-    out_layout = capacity.layout(layer.out_shape, capacity.out_bits)
+    in_region, out_region = regions[input_name], regions[layer.name]
     banks = _Banks(capacity.banks)
     w_chunks = {(z, k): (off, size) for z, k, off, size in
                 weight_chunks(layer, capacity, tiling)}
@@ -309,7 +397,7 @@ def materialize(layer, capacity, tiling, regions, input_name):
                      0) if layer.kind != "fc" else 0
         left, right = (pad.left, pad.right) if layer.kind != "fc" else (0, 0)
         acc_bank = banks.take("acc", (h, z))
-        tile_out_layout = capacity.layout((r1 - r0, wo, z[1] - z[0]), capacity.out_bits)
+        tile_out_layout = own_layout(out_region, (r1 - r0, wo, z[1] - z[0]))
         for ki, k in enumerate(k_tiles):
             step = Step()
             kr = z if dw else k
@@ -318,15 +406,12 @@ def materialize(layer, capacity, tiling, regions, input_name):
             if bank is None:
                 bank = banks.take("in", in_key)
                 if layer.kind == "fc":
-                    bank_layout = capacity.layout((1, 1, kr[1] - kr[0]))
-                    step.loads.append(_activation_transfer(
-                        "load", input_name, regions[input_name], in_layout, (0, 1), kr, "in",
-                        bank, bank_layout))
+                    step.loads.append(_fc_transfer(input_name, in_region, kr, bank))
                 else:
-                    bank_layout = capacity.layout((b - a, layer.in_shape[1], kr[1] - kr[0]))
-                    step.loads.append(_activation_transfer(
-                        "load", input_name, regions[input_name], in_layout, (a, b), kr, "in",
-                        bank, bank_layout))
+                    bank_layout = own_layout(in_region, (b - a, layer.in_shape[1],
+                                                         kr[1] - kr[0]))
+                    step.loads.append(activation_transfer(
+                        "load", input_name, in_region, (a, b), kr, "in", bank, bank_layout))
             in_bank = bank
             w_key = (z, k)
             w_bank = banks.find("w", w_key)
@@ -351,10 +436,10 @@ def materialize(layer, capacity, tiling, regions, input_name):
                 step.commands.append(Command(
                     layer.kind, (r0, r1), (z[0] + o0, z[0] + o1), kr, (a, b),
                     (top, bottom, left, right), ki > 0, last, in_bank, w_bank, q_bank, acc_bank,
-                    bi * block_bytes, bi * pes * (r1 - r0) * wo))
+                    bi * block_bytes, bi * pes * (r1 - r0) * wo, layer.name))
             if last:
-                step.stores.append(_activation_transfer(
-                    "store", layer.name, regions[layer.name], out_layout, (r0, r1), z, "acc",
-                    acc_bank, tile_out_layout))
+                step.stores.append(activation_transfer(
+                    "store", layer.name, out_region, (r0, r1), z, "acc", acc_bank,
+                    tile_out_layout))
             steps.append(step)
     return steps

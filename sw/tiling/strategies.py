@@ -10,10 +10,12 @@ Strategies (``STRATEGIES``):
 
 Operators without weights (pooling, add, upsample) run on the host in these layer-by-layer
 schedules: they read their inputs and write their output once, as whole-tensor transfers.
-``concat`` is a view: its producers' outputs are its channel slices, so it moves nothing.
+``concat`` is a view: its producers store their outputs straight into its channels
+(:func:`concat_views`), so it moves nothing; an input that cannot be a view (a network input,
+a tensor two concats take) is copied into its channels by the host.
 """
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from .capacity import Capacity, TilingError
 from .cost import DEFAULT_COST
@@ -21,18 +23,23 @@ from .fusion import fused_partition
 from .layer_tiling import check_layer
 from .schedule import (
     Allocator,
+    Command,
     LayerSchedule,
     Schedule,
     Step,
     Transfer,
+    activation_transfer,
+    fc_input,
     materialize,
+    own_layout,
     qparam_chunks,
+    region_layout,
     weight_chunks,
 )
 from .search import naive_tiling, optimal_tiling
 from .thesis import thesis_tiling
 
-__all__ = ["STRATEGIES", "build_schedule", "tile_layer"]
+__all__ = ["STRATEGIES", "band_rows", "build_schedule", "concat_views", "root_of", "tile_layer"]
 
 STRATEGIES = {
     "thesis": thesis_tiling,
@@ -52,79 +59,223 @@ def tile_layer(strategy, layer, capacity, cost=DEFAULT_COST):
     return choose(layer, capacity, cost)
 
 
-def _whole(direction, region, buffer):
-    return Transfer(direction, region.name, buffer, 0, region.addr, 0, 1, 1, region.bytes,
-                    region.bytes, region.bytes, region.bytes, region.bytes)
+def _bits(layer, capacity):
+    """Element width of a layer's output tensor."""
+    return capacity.out_bits if layer.weighted else capacity.act_bits
 
 
-def _band(direction, region, capacity, shape, rows, buffer):
-    lay = capacity.layout(shape)
-    row_b = lay.row_stride * lay.bits // 8
-    size = (rows[1] - rows[0]) * row_b
-    return Transfer(direction, region.name, buffer, 0, region.addr + rows[0] * row_b, 0, 1, 1,
-                    size, size, size, size, size)
+def _aligned(offset, bits, layout):
+    if layout == "blocked":
+        return offset % (64 // bits) == 0
+    return (offset * bits) % 8 == 0
 
 
-def _group_schedule(group, network, capacity, alloc):
-    """One step per pass: the new rows of every group input, every weight in the first pass,
-    the new rows of every group output."""
+def concat_views(network, capacity, layouts):
+    """tensor -> (concat, channel offset): the concat inputs stored straight into their
+    concat's region. An input that is a network input, feeds two concats, has another element
+    width or would start inside a byte (HWC) or a channel block (channel-blocked) is copied
+    by the host instead."""
     shapes = network.shapes
+    bits = {x: capacity.act_bits for x in network.inputs}
+    bits.update({layer.name: _bits(layer, capacity) for layer in network.layers})
+    parent = {}
+    for layer in network.layers:
+        if layer.kind != "concat":
+            continue
+        offset = 0
+        for x in layer.inputs:
+            if (x not in network.inputs and x not in parent and bits[x] == bits[layer.name]
+                    and _aligned(offset, bits[x], layouts.get(layer.name, "hwc"))):
+                parent[x] = (layer.name, offset)
+            offset += shapes[x][2]
+    return parent
+
+
+def root_of(name, views):
+    """The tensor whose region holds ``name``, and ``name``'s channel offset in it."""
+    offset = 0
+    while name in views:
+        name, o = views[name]
+        offset += o
+    return name, offset
+
+
+def _place_activations(network, capacity, alloc, layouts, views):
+    shapes = network.shapes
+    bits = {x: capacity.act_bits for x in network.inputs}
+    bits.update({layer.name: _bits(layer, capacity) for layer in network.layers})
+    for x in [*network.inputs, *(layer.name for layer in network.layers)]:
+        if x not in views:
+            alloc.place_tensor(x, shapes[x], bits[x], layouts.get(x, "hwc"))
+    pending = [x for x in views]
+    while pending:
+        for x in list(pending):
+            parent, offset = views[x]
+            if parent in alloc.regions:
+                alloc.place_view(x, parent, offset)
+                pending.remove(x)
+
+
+def _effective(layer, regions):
+    """The layer as the accelerator runs it: an FC reads its producer's tensor as laid out
+    (``schedule.fc_input``), so its input vector may have fillers."""
+    if layer.kind != "fc":
+        return layer
+    region = regions[layer.inputs[0]]
+    if region.view_of:
+        raise TilingError(f"layer {layer.name}: an FC cannot read a channel slice "
+                          f"({layer.inputs[0]} is stored inside {region.view_of})")
+    elements, index = fc_input(region_layout(region))
+    if elements == layer.in_channels and (index == range(len(index))).all():
+        return layer
+    return replace(layer, in_shape=(1, 1, elements))
+
+
+def _host_step(layer, network, regions, views):
+    """A layer the host runs: its inputs into host buffers 0..n-1, one command, its output
+    from buffer n (a concat: each input it copies from buffer n + i into its channels)."""
+    shapes = network.shapes
+    step = Step()
+    n = len(layer.inputs)
+    h = layer.out_shape[0]
+    for i, x in enumerate(layer.inputs):
+        if layer.kind == "concat" and views.get(x, (None,))[0] == layer.name:
+            continue
+        r = regions[x]
+        step.loads.append(activation_transfer("load", x, r, (0, shapes[x][0]),
+                                              (0, shapes[x][2]), "host", i,
+                                              own_layout(r, shapes[x])))
+    out = regions[layer.name]
+    step.commands.append(Command(layer.kind, (0, h), (0, layer.out_channels),
+                                 (0, layer.in_channels), (0, layer.in_shape[0]),
+                                 (0, 0, 0, 0), False, True, 0, 0, 0, 0, 0, 0, layer.name))
+    if layer.kind == "concat":
+        offset = 0
+        for i, x in enumerate(layer.inputs):
+            c = shapes[x][2]
+            if views.get(x, (None,))[0] != layer.name:
+                step.stores.append(activation_transfer(
+                    "store", layer.name, out, (0, h), (offset, offset + c), "host", n + i,
+                    own_layout(out, (h, layer.out_shape[1], c))))
+            offset += c
+        if not step.loads:
+            return None         # a pure view: nothing moves
+    else:
+        step.stores.append(activation_transfer("store", layer.name, out, (0, h),
+                                               (0, layer.out_channels), "host", n,
+                                               own_layout(out, layer.out_shape)))
+    return step
+
+
+def _group_schedule(group, network, capacity, alloc, views):
+    """A fused tile group: one step per layer and pass, in execution order. The first step of
+    a pass loads the new rows of every group input; a layer's step loads its weights (first
+    pass), computes its new rows (one command naming the layer, its rows and the band's
+    padding) and stores them if the tensor leaves the group."""
+    shapes = network.shapes
+    regions = alloc.regions
+    layers = [network.layer(name) for name in group.layers]
+    stored = set(group.outputs)
+    outputs = [x for x in group.outputs
+               if not any(a in stored for a in _ancestors(x, views))]
     steps = []
     for p in range(group.passes):
-        step = Step()
-        if p == 0:
-            for name in group.layers:
-                if network.layer(name).weighted:
-                    for suffix, buffer in ((".weights", "w"), (".qparams", "q")):
-                        step.loads.append(_whole("load", alloc.regions[name + suffix], buffer))
-        for names, direction, buffer, target in ((group.inputs, "load", "in", step.loads),
-                                                 (group.outputs, "store", "acc", step.stores)):
-            for x in names:
-                e = group.ends[x]
-                rows = (e[p - 1] if p else 0, e[p])
-                if rows[1] > rows[0]:
-                    target.append(_band(direction, alloc.regions[x], capacity, shapes[x], rows,
-                                        buffer))
-        steps.append(step)
+        head = Step()
+        for x in group.inputs:
+            e = group.ends[x]
+            rows = (e[p - 1] if p else 0, e[p])
+            if rows[1] > rows[0]:
+                r = regions[x]
+                head.loads.append(activation_transfer("load", x, r, rows, (0, shapes[x][2]),
+                                                      "in", 0, own_layout(r, shapes[x]),
+                                                      rows[0]))
+        first = True
+        for layer in layers:
+            e = group.ends[layer.name]
+            o0, o1 = (e[p - 1] if p else 0), e[p]
+            if o1 <= o0:
+                continue
+            step = head if first else Step()
+            first = False
+            if p == 0 and layer.weighted:
+                for suffix, buffer in ((".weights", "w"), (".qparams", "q")):
+                    r = regions[layer.name + suffix]
+                    step.loads.append(Transfer("load", r.name, buffer, 0, r.addr, 0, 1, 1,
+                                               r.bytes, r.bytes, r.bytes, r.bytes, r.bytes))
+            a, b, top, bottom = band_rows(layer, o0, o1, shapes[layer.inputs[0]][0])
+            pad = layer.padding
+            step.commands.append(Command(
+                layer.kind, (o0, o1), (0, layer.out_channels), (0, layer.in_channels), (a, b),
+                (top, bottom, pad.left, pad.right), False, True, 0, 0, 0, 0, 0, 0, layer.name))
+            if layer.name in outputs:
+                r = regions[layer.name]
+                step.stores.append(activation_transfer(
+                    "store", layer.name, r, (o0, o1), (0, layer.out_channels), "acc", 0,
+                    own_layout(r, layer.out_shape), o0))
+            steps.append(step)
+        if first and head.loads:
+            steps.append(head)
     plan = {"layers": group.layers, "passes": group.passes, "ends": group.ends,
             "starts": group.starts, "peak_bytes": group.peak_bytes, "inputs": group.inputs,
-            "outputs": group.outputs}
+            "outputs": outputs}
     return LayerSchedule(f"{group.layers[0]}..{group.layers[-1]}", "fused", None, steps, plan)
 
 
-def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST):
-    """Tile every layer of ``network`` with ``strategy`` and list the steps."""
-    capacity = capacity or Capacity()
-    alloc = Allocator()
+def _ancestors(x, views):
+    while x in views:
+        x = views[x][0]
+        yield x
 
-    for name, shape in network.inputs.items():
-        alloc.place(name, "activation", capacity.layout(shape).bytes)
+
+def band_rows(layer, o0, o1, h):
+    """Input rows [a, b) a layer reads for output rows [o0, o1) of a band, and the band's
+    (top, bottom) padding."""
+    if layer.kind in ("add", "concat"):
+        return o0, o1, 0, 0
+    if layer.kind == "upsample":
+        f = layer.out_shape[0] // layer.in_shape[0]
+        return o0 // f, -(-o1 // f), 0, 0
+    if layer.kind == "fc":
+        return 0, h, 0, 0
+    kh, sh, top = layer.kernel[0], layer.stride[0], layer.padding.top
+    first, last = o0 * sh - top, (o1 - 1) * sh + kh - top
+    return max(first, 0), min(last, h), max(-first, 0), max(last - h, 0)
+
+
+def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST,
+                   layouts=None):
+    """Tile every layer of ``network`` with ``strategy`` and list the steps. ``layouts``:
+    tensor -> ``"hwc"`` or ``"blocked"`` (missing tensors: HWC)."""
+    capacity = capacity or Capacity()
+    layouts = layouts or {}
+    alloc = Allocator()
     for layer in network.layers:
         if layer.weighted and min(layer.padding.top, layer.padding.bottom, layer.padding.left,
                                   layer.padding.right) < 0:
             raise TilingError(f"layer {layer.name}: reads a cropped input (padding "
                               f"{layer.padding}); the accelerators have no crop")
+    views = concat_views(network, capacity, layouts)
+    _place_activations(network, capacity, alloc, layouts, views)
     groups = {}
     if strategy == "fused":
         for group in fused_partition(network, capacity, cost):
             if group.fused:
                 for name in group.layers:
                     groups[name] = group
-    tilings = {}
+    tilings, effective = {}, {}
     for layer in network.layers:
-        if layer.weighted and layer.name not in groups:
-            check_layer(layer, capacity)
-            tilings[layer.name] = tiling = tile_layer(strategy, layer, capacity, cost)
-            alloc.place(layer.name, "activation",
-                        capacity.layout(layer.out_shape, capacity.out_bits).bytes)
-            chunks = weight_chunks(layer, capacity, tiling)
+        if not layer.weighted:
+            continue
+        eff = effective[layer.name] = _effective(layer, alloc.regions)
+        if layer.name not in groups:
+            check_layer(eff, capacity)
+            tilings[layer.name] = tiling = tile_layer(strategy, eff, capacity, cost)
+            chunks = weight_chunks(eff, capacity, tiling)
             alloc.place(f"{layer.name}.weights", "weights", sum(c[3] for c in chunks))
             alloc.place(f"{layer.name}.qparams", "qparams",
-                        sum(c[2] for c in qparam_chunks(layer, tiling)))
+                        sum(c[2] for c in qparam_chunks(eff, tiling)))
         else:
-            alloc.place(layer.name, "activation", capacity.layout(layer.out_shape).bytes)
-        if layer.weighted and layer.name in groups:
-            weights, qparams = capacity.layer_weight_bytes(layer)
+            weights, qparams = capacity.layer_weight_bytes(eff)
             alloc.place(f"{layer.name}.weights", "weights", weights)
             alloc.place(f"{layer.name}.qparams", "qparams", qparams)
     layers = []
@@ -132,17 +283,16 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
         group = groups.get(layer.name)
         if group is not None:
             if layer.name == group.layers[0]:
-                layers.append(_group_schedule(group, network, capacity, alloc))
+                layers.append(_group_schedule(group, network, capacity, alloc, views))
             continue
         if layer.weighted:
-            steps = materialize(layer, capacity, tilings[layer.name], alloc.regions,
+            eff = effective[layer.name]
+            steps = materialize(eff, capacity, tilings[layer.name], alloc.regions,
                                 layer.inputs[0])
             layers.append(LayerSchedule(layer.name, layer.kind, tilings[layer.name], steps))
-        elif layer.kind == "concat":
-            layers.append(LayerSchedule(layer.name, layer.kind, None, []))
         else:
-            step = Step(loads=[_whole("load", alloc.regions[x], "host") for x in layer.inputs],
-                        stores=[_whole("store", alloc.regions[layer.name], "host")])
-            layers.append(LayerSchedule(layer.name, layer.kind, None, [step]))
+            step = _host_step(layer, network, alloc.regions, views)
+            layers.append(LayerSchedule(layer.name, layer.kind, None,
+                                        [step] if step else []))
     return Schedule(network.name, strategy, capacity.as_dict(), asdict(cost), alloc.regions,
                     layers)
