@@ -13,7 +13,14 @@ from sw.tiling.capacity import Capacity, TilingError
 from sw.tiling.cost import DmaCost
 from sw.tiling.fusion import fused_partition
 from sw.tiling.layer_tiling import Tiling, evaluate
-from sw.tiling.report import fused_floor, layer_figures, lower_bound, network_totals
+from sw.tiling.report import (
+    fused_floor,
+    hong_kung_bound,
+    layer_bound,
+    layer_figures,
+    lower_bound,
+    network_totals,
+)
 from sw.tiling.schedule import Schedule, materialize
 from sw.tiling.search import channel_candidates, optimal_tiling
 from sw.tiling.strategies import build_schedule
@@ -135,18 +142,18 @@ def test_optimal_beats_naive_and_thesis_and_respects_the_bound(name):
     net = load_network(name)
     cap = Capacity(precision="a8w8", ocm_bytes=256 * 1024)
     totals = {}
-    for strategy in ("optimal", "naive", "thesis"):
+    bounds = layer_bound(net, cap, COST)
+    for strategy in ("optimal", "naive", "median", "thesis"):
         figures = layer_figures(build_schedule(net, strategy, cap), net)
         totals[strategy] = network_totals(figures)[5]
-        if strategy == "optimal":
-            bound = lower_bound(net, cap, COST)
-            for f, (layer, _, cycles) in zip(figures, bound):
-                assert f.layer == layer and f.cycles >= cycles
-    assert totals["optimal"] <= totals["naive"]
-    assert totals["optimal"] <= totals["thesis"]
+        for f, (layer, _, cycles), (_, comp, hk, both) in zip(
+                figures, lower_bound(net, cap, COST), bounds):
+            assert f.layer == layer and f.cycles >= cycles
+            assert f.dram_bytes >= both == max(comp, hk), (strategy, layer)
+    assert totals["optimal"] <= min(totals["naive"], totals["median"], totals["thesis"])
 
 
-@pytest.mark.parametrize("strategy", ["optimal", "naive", "thesis"])
+@pytest.mark.parametrize("strategy", ["optimal", "naive", "median", "thesis"])
 @pytest.mark.parametrize("name", ["resnet8", "dscnn", "vww", "autoencoder"])
 def test_mlperf_schedules_pass_the_validator(name, strategy):
     net = load_network(name)
@@ -281,6 +288,21 @@ def test_fusion_keeps_overlap_lines_and_multiple_passes():
     x = kept[0]
     first = g.ends[x][0]
     assert first >= max(b - a for a, b in itertools.pairwise(g.ends[x]))
+
+
+def test_hong_kung_bound_follows_its_formula():
+    # Chen et al.: Q >= 2 MACs / sqrt(R S), R = kh kw / (sh sw), S in elements
+    b = NetworkBuilder("t", {"input": (20, 20, 16)})
+    b.conv("c3", "input", 32, 3, 1, "same")
+    b.conv("c1", "c3", 32, 1, 1, "valid")
+    b.conv("s2", "c1", 32, 3, 2, "same")
+    net = b.build()
+    cap = Capacity(precision="a16w16", ocm_bytes=8192)      # 4096 elements
+    got = dict(hong_kung_bound(net, cap))
+    macs = {layer.name: layer.macs for layer in net.layers}
+    assert got["c3"] == int(2 * 2 * macs["c3"] / (9 * 4096) ** 0.5)
+    assert got["c1"] == int(2 * 2 * macs["c1"] / 4096 ** 0.5)
+    assert got["s2"] == int(2 * 2 * macs["s2"] / (9 / 4 * 4096) ** 0.5)
 
 
 def test_results_table_5_1_section():

@@ -8,7 +8,7 @@ from hls_ref.config import DEFAULT_CONFIG
 
 from .capacity import Capacity, TilingError
 from .cost import DmaCost
-from .report import fused_floor, layer_figures, lower_bound, network_totals
+from .report import fused_floor, hong_kung_bound, layer_figures, lower_bound, network_totals
 from .strategies import STRATEGIES, build_schedule
 
 __all__ = ["add_parser", "parse_size"]
@@ -59,14 +59,15 @@ def _compare_table(network, capacity, results, bound):
     """Per-layer DRAM traffic and cost of the layer-by-layer strategies and the bound, then
     network totals of every strategy (fused groups span layers, so they appear there)."""
     per_layer = [n for n, r in results.items() if not isinstance(r, str) and n != "fused"]
+    hk = hong_kung_bound(network, capacity)
     lines = ["| layer | " + " | ".join(f"{n} KiB | {n} cycles" for n in per_layer)
-             + " | bound KiB | bound cycles |",
-             "|---|" + "---:|---:|" * (len(per_layer) + 1)]
+             + " | bound KiB | bound cycles | Hong-Kung KiB |",
+             "|---|" + "---:|---:|" * (len(per_layer) + 1) + "---:|"]
     for i, layer in enumerate(network.layers):
         cells = [f"{_kib(results[n][i].dram_bytes)} | {results[n][i].cycles:,.0f}"
                  for n in per_layer]
         lines.append(f"| {layer.name} | " + " | ".join(cells)
-                     + f" | {_kib(bound[i][1])} | {bound[i][2]:,.0f} |")
+                     + f" | {_kib(bound[i][1])} | {bound[i][2]:,.0f} | {_kib(hk[i][1])} |")
     lines += ["", "| strategy | tiles/passes | DMA calls | DRAM KiB | cost (cycles) | "
               "vs optimal |", "|---|---:|---:|---:|---:|---:|"]
     best = results.get("optimal")
@@ -81,6 +82,10 @@ def _compare_table(network, capacity, results, bound):
                      f"{ratio} |")
     lines.append(f"| lower bound (layer by layer) | | | {_kib(sum(b[1] for b in bound))} | "
                  f"{sum(b[2] for b in bound):,.0f} | |")
+    lines.append(f"| Hong-Kung bound (layer by layer) | | | {_kib(sum(h[1] for h in hk))} | "
+                 f"| |")
+    lines.append(f"| larger of the two per layer | | | "
+                 f"{_kib(sum(max(b[1], h[1]) for b, h in zip(bound, hk)))} | | |")
     lines.append(f"| ideal whole-network fusion | | | "
                  f"{_kib(fused_floor(network, capacity))} | | |")
     return "\n".join(lines)
@@ -134,7 +139,8 @@ def add_parser(commands):
     tile.add_argument("model", help="built-in network name or a .tflite file")
     tile.add_argument("--strategy", choices=list(STRATEGIES), default="optimal")
     tile.add_argument("--compare", action="store_true",
-                      help="every strategy and the compulsory-traffic lower bound side by side")
+                      help="every strategy, the compulsory traffic and the Hong-Kung bound side "
+                           "by side")
     tile.add_argument("--ocm", metavar="SIZE",
                       help="one shared on-chip memory of SIZE bytes (256K, 2M) instead of the "
                            "accelerator's PLMs")

@@ -1,13 +1,15 @@
 """Per-layer and whole-network figures of a schedule, counted from its transfers, and the
-compulsory-traffic lower bound."""
+lower bounds: compulsory traffic and a Hong-Kung-style I/O bound."""
 
 from dataclasses import dataclass
+from math import sqrt
 
 from .capacity import BEAT_BYTES, Capacity
 from .cost import DmaCost
 from .layer_tiling import evaluate
 
-__all__ = ["LayerFigures", "fused_floor", "layer_figures", "lower_bound", "network_totals"]
+__all__ = ["LayerFigures", "fused_floor", "hong_kung_bound", "layer_bound", "layer_figures",
+           "lower_bound", "network_totals"]
 
 
 @dataclass
@@ -101,6 +103,36 @@ def lower_bound(network, capacity, cost):
             calls += 2
         out.append((layer.name, beats * BEAT_BYTES, cost.cycles(calls, calls, beats)))
     return out
+
+
+def hong_kung_bound(network, capacity):
+    """[(layer, bytes)]: the red-blue pebble game bound of Chen, Han and Wang (Communication
+    Lower Bound in Convolution Accelerators, HPCA 2020) for a convolution computed with an
+    on-chip memory of S elements: ``Q >= 2 * MACs / sqrt(R * S)`` elements moved, where
+    ``R = (kh * kw) / (sh * sw)`` (at least 1) is how many windows one input element can
+    join. S is the whole on-chip memory (both banks), in elements of the activation width,
+    and Q is counted in elements of that width too; 0 for layers without MACs. It holds for
+    any schedule, tiled or not, so it bounds every strategy; ``layer_bound`` takes the larger
+    of it and the compulsory traffic."""
+    elem = capacity.act_bits / 8
+    s = capacity.total_bytes / elem
+    out = []
+    for layer in network.layers:
+        if layer.kind not in ("conv", "depthwise", "fc"):
+            out.append((layer.name, 0))
+            continue
+        kh, kw = layer.kernel
+        r = max(1.0, kh * kw / (layer.stride[0] * layer.stride[1]))
+        q = 2 * layer.macs / sqrt(r * s)
+        out.append((layer.name, int(q * elem)))
+    return out
+
+
+def layer_bound(network, capacity, cost):
+    """[(layer, compulsory bytes, Hong-Kung bytes, bound bytes)]: the larger of the two is
+    what no schedule of the layer on this memory moves less than."""
+    return [(name, c, h, max(c, h)) for (name, c, _), (_, h) in
+            zip(lower_bound(network, capacity, cost), hong_kung_bound(network, capacity))]
 
 
 def fused_floor(network, capacity):

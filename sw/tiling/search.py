@@ -20,7 +20,8 @@ import numpy as np
 from .capacity import TilingError
 from .layer_tiling import ORDERS, Tiling, check_layer, evaluate, tensor_stats
 
-__all__ = ["channel_candidates", "choose", "naive_tiling", "optimal_tiling"]
+__all__ = ["channel_candidates", "choose", "median_tiling", "min_bytes_tiling", "naive_tiling",
+           "optimal_tiling"]
 
 
 def _ceil(a, b):
@@ -111,3 +112,39 @@ def naive_tiling(layer, capacity, cost):
     commands."""
     return choose(layer, capacity, cost, lambda res: (-sum(res.footprint), res.commands),
                   orders=("hzk",))
+
+
+def min_bytes_tiling(layer, capacity, cost):
+    """The tiling moving the fewest bytes (then the lowest DMA cost): what this tile space can
+    reach at best in bytes."""
+    return choose(layer, capacity, cost,
+                  lambda res: (res.total_beats, res.cycles, res.commands))
+
+
+def median_tiling(layer, capacity, cost, fill=0.8):
+    """A seed-000-style naive tiling: among the tilings with seed 000's loop order (rows
+    outermost) whose tiles use at least ``fill`` of the on-chip memory, the one of median DMA
+    cost (seed 000 compares its optimum with such a typical hand choice, not with the worst).
+    Falls back to :func:`naive_tiling` when no tiling fills that much."""
+    check_layer(layer, capacity)
+    (rows, zs, ks), results = _grid(layer, capacity, cost, ("hzk",))
+    res = results["hzk"]
+    shape = np.broadcast_shapes(rows.shape, zs.shape, ks.shape)
+    fits = np.broadcast_to(res.fits, shape)
+    use = _use(capacity, *(np.broadcast_to(f, shape) for f in res.footprint))
+    chosen = fits & (use >= fill)
+    if not chosen.any():
+        return naive_tiling(layer, capacity, cost)
+    cycles = np.broadcast_to(res.cycles, shape)[chosen]
+    order = np.lexsort((np.argwhere(chosen)[:, 0], cycles))
+    flat = np.argwhere(chosen)[order[(len(order) - 1) // 2]]
+    k = int(zs[0, flat[1], 0]) if layer.kind == "depthwise" else int(ks[0, 0, flat[2]])
+    return Tiling(int(rows[flat[0], 0, 0]), int(zs[0, flat[1], 0]), k, "hzk")
+
+
+def _use(capacity, in_b, w_b, acc_b):
+    """Fraction of the on-chip memory (shared) or of the fullest bank (private PLMs)."""
+    if capacity.ocm_bytes is not None:
+        return capacity.banks * (in_b + w_b + acc_b) / capacity.ocm_bytes
+    bi, bw, ba = capacity.bank_bytes
+    return np.maximum(np.maximum(in_b / bi, w_b / bw), acc_b / ba)

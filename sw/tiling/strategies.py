@@ -4,6 +4,8 @@ Strategies (``STRATEGIES``):
 
 * ``thesis``: seed 002's tiling algorithm (``sw.tiling.thesis``), with its loop order;
 * ``naive``: seed 000's naive choice, the tiles that fill the most on-chip memory;
+* ``median``: a seed-000-style hand choice, the median-cost tiling among those that fill at
+  least 80 % of the on-chip memory (rows outermost);
 * ``optimal``: the lowest DMA cost over every tiling and loop order (``sw.tiling.search``);
 * ``fused``: tile groups of layers whose intermediate tensors stay on chip (``sw.tiling.fusion``,
   seed 004's ITT); layers left alone are scheduled as by ``optimal``.
@@ -36,7 +38,7 @@ from .schedule import (
     region_layout,
     weight_chunks,
 )
-from .search import naive_tiling, optimal_tiling
+from .search import median_tiling, naive_tiling, optimal_tiling
 from .thesis import thesis_tiling
 
 __all__ = ["STRATEGIES", "band_rows", "build_schedule", "concat_views", "root_of", "tile_layer"]
@@ -44,6 +46,7 @@ __all__ = ["STRATEGIES", "band_rows", "build_schedule", "concat_views", "root_of
 STRATEGIES = {
     "thesis": thesis_tiling,
     "naive": naive_tiling,
+    "median": median_tiling,
     "optimal": optimal_tiling,
     "fused": optimal_tiling,      # for the layers no group takes
 }
