@@ -276,7 +276,7 @@ def test_mlperf_fusion_savings_stay_under_the_ideal(name):
 
 def test_fusion_keeps_overlap_lines_and_multiple_passes():
     net = load_network("dscnn")
-    groups = [g for g in fused_partition(net, Capacity(ocm_bytes=32 << 10), COST) if g.fused]
+    groups = [g for g in fused_partition(net, Capacity(ocm_bytes=16 << 10), COST) if g.fused]
     multi = [g for g in groups if g.passes > 1]
     assert multi
     g = multi[0]
@@ -303,6 +303,53 @@ def test_hong_kung_bound_follows_its_formula():
     assert got["c3"] == int(2 * 2 * macs["c3"] / (9 * 4096) ** 0.5)
     assert got["c1"] == int(2 * 2 * macs["c1"] / 4096 ** 0.5)
     assert got["s2"] == int(2 * 2 * macs["s2"] / (9 / 4 * 4096) ** 0.5)
+
+
+def test_the_planner_counts_on_chip_memory_as_the_validator_replays_it():
+    from sw.tiling.validate import group_occupancy
+
+    pairs = []
+    for name, sizes in (("dscnn", (12, 16, 24)), ("resnet8", (12, 24, 64)), ("vww", (16, 64))):
+        net = load_network(name)
+        for kib in sizes:
+            cap = Capacity(ocm_bytes=kib << 10)
+            schedule = build_schedule(net, "fused", cap)
+            for ls in schedule.layers:
+                if ls.group:
+                    replayed = max(group_occupancy(ls, net, cap, schedule.regions))
+                    pairs.append((ls.group["peak_bytes"], replayed))
+                    assert replayed <= ls.group["peak_bytes"] <= cap.total_bytes
+    assert len(pairs) > 20
+    # the closed form counts a stored band twice when it is also still read: never less
+    assert sum(p == r for p, r in pairs) >= 0.9 * len(pairs)
+
+
+def test_streamed_groups_fuse_layers_whose_weights_exceed_the_memory():
+    b = NetworkBuilder("wide", {"input": (6, 6, 256)})
+    b.conv("a", "input", 512, 3, 1, "same")          # 1.2 MB of weights at a8w8
+    b.conv("b", "a", 256, 1, 1, "valid")
+    b.conv("c", "b", 64, 3, 1, "same")
+    net = b.build()
+    cap = Capacity(ocm_bytes=256 << 10)
+    schedule = build_schedule(net, "fused", cap)
+    group = next(ls.group for ls in schedule.layers if ls.group)
+    assert group["streamed"] and group["layers"] == ["a", "b", "c"]
+    assert sum(cap.layer_weight_bytes(layer)[0] for layer in net.layers) > cap.total_bytes
+    loads = [t for ls in schedule.layers for s in ls.steps for t in s.loads
+             if t.tensor == "a.weights"]
+    assert len(loads) == 512 // 16           # a PE block at a time, each once
+    report = validate_schedule(schedule, net, seed=4)
+    assert report.ok, report.summary()
+
+
+def test_fused_resnet50_saves_at_least_what_itt_reports():
+    # seed 004: 57.60 % at 2 MB, 8 bit; bytes, not time, are asserted
+    net = load_network("resnet50")
+    cap = Capacity(ocm_bytes=2 << 20)
+    fused = sum(f.dram_bytes for f in layer_figures(build_schedule(net, "fused", cap), net))
+    lbl = sum(f.dram_bytes for f in layer_figures(build_schedule(net, "optimal", cap), net))
+    assert 1 - fused / lbl >= 0.576
+    assert fused >= fused_floor(net, cap)
 
 
 def test_results_table_5_1_section():

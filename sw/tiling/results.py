@@ -112,16 +112,30 @@ def _tiling_bytes(net, layer, cap, tiling, layouts):
     return int(res.dram_bytes)
 
 
+FUSION_NOTES = {
+    "inceptionv3": "ITT's figure is above our ideal whole-network fusion: with every weight and "
+                   "quantization block read once, no schedule of this graph saves more than the "
+                   "ideal column against our floor ({ideal:.1%}), so 59.58 % is not reachable "
+                   "under our accounting (ITT's baseline or weight format must differ).",
+    "mobilenetv1-1080p": "baselines differ: at 1080p a layer-by-layer schedule with 2 MiB moves "
+                         "every 1920-pixel row band several times, and ITT's 52.26 % is against "
+                         "its own layer-by-layer traffic, which seed 004 does not give.",
+}
+
+
 def fusion_section():
     from sw.workloads import load_network
 
     cap = Capacity(precision="a8w8", ocm_bytes=2 << 20)
     lines = [f"a8w8, {cap.describe()}. Savings = 1 - fused / layer-by-layer DRAM bytes, against "
              "our `optimal` layer-by-layer schedule and against the layer-by-layer floor "
-             "(every tensor moved once per layer).", "",
-             "| network | layer-by-layer MB (optimal) | floor MB | fused MB | groups | "
-             "saving vs optimal | saving vs floor | ITT (seed 004) | ideal (whole network) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "(every tensor moved once per layer). Groups: banded (passes over row bands, "
+             "weights resident) / streamed (one pass, weights a PE block at a time).", "",
+             "| network | layer-by-layer MB (optimal) | floor MB | fused MB | groups "
+             "(banded / streamed) | saving vs optimal | saving vs floor | ITT (seed 004) | "
+             "ideal (whole network) | fused >= ITT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    notes = []
     for name in [*ITT_SAVINGS, *MLPERF_IDEAL]:
         net = load_network(name)
         lbl = network_totals(layer_figures(build_schedule(net, "optimal", cap), net))
@@ -130,15 +144,23 @@ def fusion_section():
         ff = network_totals(layer_figures(fused, net))
         fused_bytes = ff[3] + ff[4]
         floor = sum(b[1] for b in lower_bound(net, cap, DEFAULT_COST))
-        groups = sum(1 for ls in fused.layers if ls.group)
+        banded = sum(1 for ls in fused.layers if ls.group and not ls.group["streamed"])
+        streamed = sum(1 for ls in fused.layers if ls.group and ls.group["streamed"])
         ideal = 1 - fused_floor(net, cap) / floor
+        saving = 1 - fused_bytes / lbl_bytes
         itt = f"{ITT_SAVINGS[name]:.2f}%" if name in ITT_SAVINGS else ""
+        met = ""
+        if name in ITT_SAVINGS:
+            met = "yes" if 100 * saving >= ITT_SAVINGS[name] else "no"
+            if name in FUSION_NOTES:
+                met += " (see below)"
+                notes.append(f"- {name}: " + FUSION_NOTES[name].format(ideal=ideal))
         anchor = (f" (perf-anchors: {MLPERF_IDEAL[name]}%, int8 weights + int32 biases)"
                   if name in MLPERF_IDEAL else "")
         lines.append(f"| {name} | {_mb(lbl_bytes)} | {_mb(floor)} | {_mb(fused_bytes)} | "
-                     f"{groups} | {1 - fused_bytes / lbl_bytes:.1%} | "
-                     f"{1 - fused_bytes / floor:.1%} | {itt} | {ideal:.1%}{anchor} |")
-    return "\n".join(lines)
+                     f"{banded} / {streamed} | {saving:.1%} | "
+                     f"{1 - fused_bytes / floor:.1%} | {itt} | {ideal:.1%}{anchor} | {met} |")
+    return "\n".join([*lines, "", *notes])
 
 
 def zigzag_section():
@@ -161,7 +183,7 @@ def speed_section():
 
     lines = ["| command | seconds |", "|---|---:|"]
     for name, strategy in (("resnet50", "optimal"), ("resnet50", "fused"),
-                           ("yolov3", "fused")):
+                           ("yolov3", "fused"), ("inceptionv3", "fused")):
         net = load_network(name)
         start = time.perf_counter()
         build_schedule(net, strategy, Capacity(ocm_bytes=2 << 20 if strategy == "fused"

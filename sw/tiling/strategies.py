@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from .capacity import Capacity, TilingError
 from .cost import DEFAULT_COST
 from .fusion import fused_partition
-from .layer_tiling import check_layer
+from .layer_tiling import check_layer, splits
 from .schedule import (
     Allocator,
     Command,
@@ -171,56 +171,74 @@ def _host_step(layer, network, regions, views):
 
 
 def _group_schedule(group, network, capacity, alloc, views):
-    """A fused tile group: one step per layer and pass, in execution order. The first step of
-    a pass loads the new rows of every group input; a layer's step loads its weights (first
-    pass), computes its new rows (one command naming the layer, its rows and the band's
-    padding) and stores them if the tensor leaves the group."""
+    """A fused tile group, one step per layer and pass in execution order (a streamed group:
+    one step per PE block of a weighted layer). The first step of a pass loads the new rows of
+    every group input; a layer's first step loads its weights (a streamed layer: one PE block
+    of them a step, the quantization blocks with the first); every step runs one command (the
+    layer, its rows, its output channels, the input rows it reads and the band's padding);
+    the new rows of a tensor that leaves the group are stored by its last step of the pass."""
     shapes = network.shapes
     regions = alloc.regions
     layers = [network.layer(name) for name in group.layers]
     stored = set(group.outputs)
     outputs = [x for x in group.outputs
                if not any(a in stored for a in _ancestors(x, views))]
+    pes = capacity.pes
     steps = []
+    loaded = set()
     for p in range(group.passes):
-        head = Step()
+        head = []
         for x in group.inputs:
             e = group.ends[x]
             rows = (e[p - 1] if p else 0, e[p])
             if rows[1] > rows[0]:
                 r = regions[x]
-                head.loads.append(activation_transfer("load", x, r, rows, (0, shapes[x][2]),
-                                                      "in", 0, own_layout(r, shapes[x]),
-                                                      rows[0]))
-        first = True
+                head.append(activation_transfer("load", x, r, rows, (0, shapes[x][2]), "in", 0,
+                                                own_layout(r, shapes[x]), rows[0]))
         for layer in layers:
             e = group.ends[layer.name]
             o0, o1 = (e[p - 1] if p else 0), e[p]
             if o1 <= o0:
                 continue
-            step = head if first else Step()
-            first = False
-            if p == 0 and layer.weighted:
-                for suffix, buffer in ((".weights", "w"), (".qparams", "q")):
-                    r = regions[layer.name + suffix]
-                    step.loads.append(Transfer("load", r.name, buffer, 0, r.addr, 0, 1, 1,
-                                               r.bytes, r.bytes, r.bytes, r.bytes, r.bytes))
+            co = layer.out_channels
+            blocks = (splits(co, pes) if group.streamed and layer.weighted else [(0, co)])
             a, b, top, bottom = band_rows(layer, o0, o1, shapes[layer.inputs[0]][0])
             pad = layer.padding
-            step.commands.append(Command(
-                layer.kind, (o0, o1), (0, layer.out_channels), (0, layer.in_channels), (a, b),
-                (top, bottom, pad.left, pad.right), False, True, 0, 0, 0, 0, 0, 0, layer.name))
-            if layer.name in outputs:
-                r = regions[layer.name]
-                step.stores.append(activation_transfer(
-                    "store", layer.name, r, (o0, o1), (0, layer.out_channels), "acc", 0,
-                    own_layout(r, layer.out_shape), o0))
-            steps.append(step)
-        if first and head.loads:
-            steps.append(head)
-    plan = {"layers": group.layers, "passes": group.passes, "ends": group.ends,
-            "starts": group.starts, "peak_bytes": group.peak_bytes, "inputs": group.inputs,
-            "outputs": outputs}
+            for bi, (c0, c1) in enumerate(blocks):
+                step = Step(loads=head)
+                head = []
+                if layer.weighted and layer.name not in loaded:
+                    w = regions[layer.name + ".weights"]
+                    q = regions[layer.name + ".qparams"]
+                    if group.streamed:
+                        chunk = w.bytes // len(blocks)
+                        step.loads.append(Transfer("load", w.name, "w", 0, w.addr + bi * chunk,
+                                                   bi * chunk, 1, 1, chunk, chunk, chunk, chunk,
+                                                   chunk))
+                        if bi == len(blocks) - 1:
+                            loaded.add(layer.name)
+                    else:
+                        loaded.add(layer.name)
+                        step.loads.append(Transfer("load", w.name, "w", 0, w.addr, 0, 1, 1,
+                                                   w.bytes, w.bytes, w.bytes, w.bytes, w.bytes))
+                    if bi == 0:
+                        step.loads.append(Transfer("load", q.name, "q", 0, q.addr, 0, 1, 1,
+                                                   q.bytes, q.bytes, q.bytes, q.bytes, q.bytes))
+                step.commands.append(Command(
+                    layer.kind, (o0, o1), (c0, c1), (0, layer.in_channels), (a, b),
+                    (top, bottom, pad.left, pad.right), False, True, 0, 0, 0, 0, 0, 0,
+                    layer.name))
+                if layer.name in outputs and bi == len(blocks) - 1:
+                    r = regions[layer.name]
+                    step.stores.append(activation_transfer(
+                        "store", layer.name, r, (o0, o1), (0, co), "acc", 0,
+                        own_layout(r, layer.out_shape), o0))
+                steps.append(step)
+        if head:
+            steps.append(Step(loads=head))
+    plan = {"layers": group.layers, "passes": group.passes, "streamed": group.streamed,
+            "ends": group.ends, "starts": group.starts, "peak_bytes": group.peak_bytes,
+            "inputs": group.inputs, "outputs": outputs}
     return LayerSchedule(f"{group.layers[0]}..{group.layers[-1]}", "fused", None, steps, plan)
 
 
@@ -259,17 +277,19 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
                               f"{layer.padding}); the accelerators have no crop")
     views = concat_views(network, capacity, layouts)
     _place_activations(network, capacity, alloc, layouts, views)
+    effective = {layer.name: _effective(layer, alloc.regions) for layer in network.layers
+                 if layer.weighted}
     groups = {}
     if strategy == "fused":
-        for group in fused_partition(network, capacity, cost):
+        for group in fused_partition(network, capacity, cost, effective=effective):
             if group.fused:
                 for name in group.layers:
                     groups[name] = group
-    tilings, effective = {}, {}
+    tilings = {}
     for layer in network.layers:
         if not layer.weighted:
             continue
-        eff = effective[layer.name] = _effective(layer, alloc.regions)
+        eff = effective[layer.name]
         if layer.name not in groups:
             check_layer(eff, capacity)
             tilings[layer.name] = tiling = tile_layer(strategy, eff, capacity, cost)

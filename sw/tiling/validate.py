@@ -474,36 +474,58 @@ def _row_bytes(layout):
     return layout.row_stride * layout.bits // 8
 
 
-def _step_items(ls, network, regions):
-    """Per step: {item: rows} written (loaded or computed), used (read or stored), loaded
-    and stored. Items are activation tensors (by row of their band) and weight and
-    quantization regions (a single row 0)."""
+def _weight_range(layer, regions, out_channels, pes):
+    """Bytes [lo, hi) of a layer's whole-layer weight blob that output channels use."""
+    w = regions[f"{layer.name}.weights"]
+    blocks = -(-layer.out_channels // pes)
+    chunk = w.bytes // blocks
+    o0, o1 = out_channels
+    return (o0 // pes) * chunk, -(-o1 // pes) * chunk
+
+
+def _step_items(ls, network, regions, pes):
+    """Per step: {(item, key): bytes} written (loaded or computed), used (read or stored),
+    loaded and stored. Items are rows of activation tensors (key: the row) and loaded pieces of
+    weight and quantization regions (key: their offset)."""
     shapes = network.shapes
     writes, uses, loaded, stored = [], [], [], []
+    pieces = {}         # weight region -> {offset: bytes} loaded so far
 
     def rows_of(t):
         if t.buffer in ("w", "q"):
-            return {0}
+            return {(t.tensor, t.offset): t.segment_bytes * t.segments}
         rb = _row_bytes(own_layout(regions[t.tensor], shapes[t.tensor]))
         b = _Memory.bank_indices(t)
-        return set(range(int(b.min()) // rb, int(b.max()) // rb + 1))
+        return {(t.tensor, r): rb for r in range(int(b.min()) // rb, int(b.max()) // rb + 1)}
 
     for step in ls.steps:
         w, u, ld, st = {}, {}, {}, {}
         for t in step.loads:
-            ld.setdefault(t.tensor, set()).update(rows_of(t))
-            w.setdefault(t.tensor, set()).update(rows_of(t))
+            items = rows_of(t)
+            ld.update(items)
+            w.update(items)
+            if t.buffer in ("w", "q"):
+                pieces.setdefault(t.tensor, {})[t.offset] = t.segment_bytes * t.segments
         for cmd in step.commands:
             layer = network.layer(cmd.layer)
-            w.setdefault(layer.name, set()).update(range(*cmd.out_rows))
+            rb = _row_bytes(own_layout(regions[layer.name], layer.out_shape))
+            w.update({(layer.name, r): rb for r in range(*cmd.out_rows)})
             for x in layer.inputs:
-                u.setdefault(x, set()).update(range(*cmd.in_rows))
+                rb = _row_bytes(own_layout(regions[x], shapes[x]))
+                u.update({(x, r): rb for r in range(*cmd.in_rows)})
             if layer.weighted:
-                u.setdefault(f"{layer.name}.weights", set()).add(0)
-                u.setdefault(f"{layer.name}.qparams", set()).add(0)
+                lo, hi = _weight_range(layer, regions, cmd.out_channels, pes)
+                name = f"{layer.name}.weights"
+                for off, size in pieces.get(name, {}).items():
+                    if off < hi and off + size > lo:
+                        u[(name, off)] = size
+                name = f"{layer.name}.qparams"
+                for off, size in pieces.get(name, {}).items():
+                    u[(name, off)] = size
         for t in step.stores:
-            st.setdefault(t.tensor, set()).update(rows_of(t))
-            u.setdefault(t.tensor, set()).update(rows_of(t))
+            items = rows_of(t)
+            st.update(items)
+            u.update(items)
         writes.append(w)
         uses.append(u)
         loaded.append(ld)
@@ -514,55 +536,46 @@ def _step_items(ls, network, regions):
 def group_occupancy(ls, network, capacity, regions):
     """On-chip bytes of a fused group at each of its steps, from the steps alone.
 
-    An item (a row of a tensor's band, a layer's weights, its quantization block) occupies
-    memory from the step that writes it (a load, or the command computing it) to the last
-    step that uses it (a command reading it, a store) before it is written again. With double
-    buffering, the loads of the next step arrive while a step computes and the stores of the
-    previous step drain, so those items count during the step too. A weighted layer's command
-    adds its accumulators: 32 bits per output pixel of its band for one PE block of output
-    channels. Returns ``[bytes per step]``."""
-    shapes = network.shapes
-    writes, uses, loaded, stored = _step_items(ls, network, regions)
+    An item (a row of a tensor's band, a loaded piece of a layer's weights, its quantization
+    blocks) occupies memory from the step that writes it (a load, or the command computing
+    it) to the last step that uses it (a command reading it, a store) before it is written
+    again. With double buffering, the loads of the next step arrive while a step computes and
+    the stores of the previous step drain, so those items count during the step too. A
+    weighted layer's command adds its accumulators: 32 bits per output pixel of its band for
+    one PE block of output channels. Returns ``[bytes per step]``."""
+    writes, uses, loaded, stored = _step_items(ls, network, regions, capacity.pes)
     size = {}
-
-    def item_bytes(name):
-        if name not in size:
-            r = regions[name]
-            size[name] = r.bytes if r.kind != "activation" else _row_bytes(
-                own_layout(r, shapes[name]))
-        return size[name]
-
     n = len(ls.steps)
-    live = [{} for _ in range(n)]       # step -> {item: rows occupying memory}
+    live = [{} for _ in range(n)]       # step -> {item: bytes} occupying memory
     events = {}
     for s in range(n):
-        for name, rows in writes[s].items():
-            for r in rows:
-                events.setdefault((name, r), []).append((s, 0))
-        for name, rows in uses[s].items():
-            for r in rows:
-                events.setdefault((name, r), []).append((s, 1))
-    for (name, r), evs in events.items():
+        for item, b in writes[s].items():
+            events.setdefault(item, []).append((s, 0))
+            size[item] = b
+        for item, b in uses[s].items():
+            events.setdefault(item, []).append((s, 1))
+            size[item] = b
+    for item, evs in events.items():
         start = end = None
         for s, use in sorted(evs):
             if not use:
                 if start is not None:
-                    _span(live, name, r, start, end if end is not None else start)
+                    _span(live, item, start, end if end is not None else start)
                 start, end = s, None
             elif start is not None:
                 end = s
         if start is not None:
-            _span(live, name, r, start, end if end is not None else start)
+            _span(live, item, start, end if end is not None else start)
     double = capacity.banks > 1
     out = []
     for s in range(n):
-        held = {k: set(v) for k, v in live[s].items()}
+        held = set(live[s])
         if double:
-            extra = ([loaded[s + 1]] if s + 1 < n else []) + ([stored[s - 1]] if s else [])
-            for items in extra:
-                for name, rows in items.items():
-                    held.setdefault(name, set()).update(rows)
-        total = sum(len(rows) * item_bytes(name) for name, rows in held.items())
+            if s + 1 < n:
+                held.update(loaded[s + 1])
+            if s:
+                held.update(stored[s - 1])
+        total = sum(size[item] for item in held)
         acc = 0
         for cmd in ls.steps[s].commands:
             layer = network.layer(cmd.layer)
@@ -573,9 +586,76 @@ def group_occupancy(ls, network, capacity, regions):
     return out
 
 
-def _span(live, name, row, start, end):
+def _span(live, item, start, end):
     for s in range(start, end + 1):
-        live[s].setdefault(name, set()).add(row)
+        live[s][item] = True
+
+
+class _Chip:
+    """On-chip copies of a group's tensors (in their own layout) and weight regions: bytes and
+    which bytes hold loaded or computed data."""
+
+    def __init__(self, mem, shapes):
+        self.mem, self.shapes = mem, shapes
+        self.items = {}
+        self.positions = {}
+
+    def __getitem__(self, name):
+        if name not in self.items:
+            r = self.mem.regions[name]
+            n = r.bytes if r.kind != "activation" else own_layout(r, self.shapes[name]).bytes
+            self.items[name] = (np.zeros(n, np.uint8), np.zeros(n, bool))
+        return self.items[name]
+
+    def layout(self, name):
+        return own_layout(self.mem.regions[name], self.shapes[name])
+
+    def element_bytes(self, name):
+        """The byte holding each element (h, w, c) of a tensor's on-chip copy."""
+        if name not in self.positions:
+            lay = self.layout(name)
+            h, w, c = self.shapes[name]
+            hh, ww, cc = np.meshgrid(np.arange(h), np.arange(w), np.arange(c), indexing="ij")
+            self.positions[name] = lay.element_index(hh, ww, cc) * lay.bits // 8
+        return self.positions[name]
+
+    def read_rows(self, name, a, b):
+        """Rows [a, b) as values, or None if an element of them is not on chip."""
+        data, valid = self[name]
+        if not valid[self.element_bytes(name)[a:b]].all():
+            return None
+        lay = self.layout(name)
+        rb = _row_bytes(lay)
+        band = make_layout(lay.kind, b - a, lay.width, lay.channels, lay.bits)
+        return band.unpack(_bytes_beats(data[a * rb:b * rb], band))
+
+    def write(self, name, rows, channels, values):
+        """Values of rows ``rows`` x channels ``channels`` computed on chip."""
+        (a, b), (c0, c1) = rows, channels
+        data, valid = self[name]
+        lay = self.layout(name)
+        rb = _row_bytes(lay)
+        band = make_layout(lay.kind, b - a, lay.width, lay.channels, lay.bits)
+        current = band.unpack(_bytes_beats(data[a * rb:b * rb], band)).copy()
+        current[..., c0:c1] = values
+        data[a * rb:b * rb] = _beats_bytes(band.pack(current))
+        valid[self.element_bytes(name)[a:b, :, c0:c1]] = True
+
+
+def _slice_params(layer, params, c0, c1):
+    """A weighted layer's parameters for output channels [c0, c1)."""
+    rq = params.requant
+
+    def cut(v):
+        return None if v is None else np.asarray(v)[c0:c1]
+
+    requant = Requant(cut(rq.multiplier), cut(rq.shift), rq.zero_point, rq.act_min,
+                      rq.act_max, cut(rq.real_scale))
+    if layer.kind == "depthwise":
+        weights = params.weights[:, :, c0:c1]
+    else:
+        weights = params.weights[c0:c1]
+    return _Params(weights, params.zp_in, params.bias[c0:c1], params.qblock, requant)
 
 
 def _replay_group(ls, network, capacity, mem, reference, expected):
@@ -583,15 +663,7 @@ def _replay_group(ls, network, capacity, mem, reference, expected):
     plan = ls.group
     shapes = network.shapes
     members = set(plan["layers"])
-    chip = {}       # item -> (bytes, valid)
-
-    def mirror(name):
-        if name not in chip:
-            r = mem.regions[name]
-            n = r.bytes if r.kind != "activation" else own_layout(r, shapes[name]).bytes
-            chip[name] = (np.zeros(n, np.uint8), np.zeros(n, bool))
-        return chip[name]
-
+    chip = _Chip(mem, shapes)
     peak = max(group_occupancy(ls, network, capacity, mem.regions), default=0)
     if peak > capacity.total_bytes:
         raise ValidationError(f"the group occupies {peak} bytes on chip at its fullest "
@@ -604,10 +676,10 @@ def _replay_group(ls, network, capacity, mem, reference, expected):
                 if t.direction != "load":
                     raise ValidationError(f"a load of {t.tensor} that stores")
                 d, b = mem.check(t), mem.bank_indices(t)
-                data, valid = mirror(t.tensor)
+                data, valid = chip[t.tensor]
                 if b.max() >= len(data):
                     raise ValidationError(f"load of {t.tensor} reaches byte {b.max()} of its "
-                                          f"on-chip band, which has {len(data)}")
+                                          f"on-chip copy, which has {len(data)}")
                 data[b] = mem.dram[d]
                 valid[b] = True
             for cmd in step.commands:
@@ -615,56 +687,66 @@ def _replay_group(ls, network, capacity, mem, reference, expected):
                 if cmd.layer not in members:
                     raise ValidationError(f"a command for {cmd.layer!r}, not in the group")
                 layer = network.layer(cmd.layer)
-                p = passes[layer.name] = passes.get(layer.name, -1) + 1
+                if cmd.out_channels[0] == 0:
+                    passes[layer.name] = passes.get(layer.name, -1) + 1
+                p = passes.get(layer.name, 0)
                 o0, o1 = cmd.out_rows
+                c0, c1 = cmd.out_channels
                 a, b = cmd.in_rows
+                if not (0 <= c0 < c1 <= layer.out_channels and 0 <= o0 < o1
+                        <= layer.out_shape[0]):
+                    raise ValidationError(f"{layer.name}: command rows {cmd.out_rows} or "
+                                          f"channels {cmd.out_channels} outside the layer")
                 inputs = []
                 for x in layer.inputs:
-                    lay = own_layout(mem.regions[x], shapes[x])
-                    rb = _row_bytes(lay)
-                    data, valid = mirror(x)
-                    if not (0 <= a < b <= shapes[x][0]) or not valid[a * rb:b * rb].all():
-                        rows = np.flatnonzero(valid[::rb]) if rb else []
-                        held = f"[{rows.min()}, {rows.max() + 1})" if len(rows) else "nothing"
+                    rows = chip.read_rows(x, a, b) if 0 <= a < b <= shapes[x][0] else None
+                    if rows is None:
+                        held = np.flatnonzero(chip[x][1][chip.element_bytes(x)].reshape(
+                            shapes[x][0], -1).all(axis=1))
+                        have = f"[{held.min()}, {held.max() + 1})" if len(held) else "nothing"
                         raise ValidationError(f"pass {p}: {layer.name} needs rows [{a}, {b}) "
-                                              f"of {x}, the chip holds {held}")
-                    band = make_layout(lay.kind, b - a, lay.width, lay.channels, lay.bits)
-                    inputs.append(band.unpack(_bytes_beats(data[a * rb:b * rb], band)))
+                                              f"of {x}, the chip holds {have}")
+                    inputs.append(rows)
                 params = reference.params.get(layer.name)
                 if layer.weighted:
-                    for suffix in (".weights", ".qparams"):
-                        data, valid = mirror(layer.name + suffix)
-                        if not valid.all() or not np.array_equal(data,
-                                                                 expected[layer.name + suffix]):
+                    lo, hi = _weight_range(layer, mem.regions, (c0, c1), capacity.pes)
+                    for name, (x0, x1) in ((f"{layer.name}.weights", (lo, hi)),
+                                           (f"{layer.name}.qparams", (0, None))):
+                        data, valid = chip[name]
+                        want = expected[name][x0:x1]
+                        if not valid[x0:x1].all() or not np.array_equal(data[x0:x1], want):
                             raise ValidationError(f"pass {p}: {layer.name} finds its "
-                                                  f"{suffix[1:]} missing or wrong on chip")
+                                                  f"{name.split('.')[1]} for channels "
+                                                  f"[{c0}, {c1}) missing or wrong on chip")
+                    if (c0, c1) != (0, layer.out_channels):
+                        params = _slice_params(layer, params, c0, c1)
+                        if layer.kind == "depthwise":
+                            inputs = [x[..., c0:c1] for x in inputs]
+                elif (c0, c1) != (0, layer.out_channels):
+                    raise ValidationError(f"{layer.name}: a {layer.kind} runs on all channels")
                 got = compute(layer, inputs, params, tuple(cmd.padding), reference.act_range)
                 if layer.kind == "upsample":    # the band starts on a whole input row
                     skip = o0 - a * (layer.out_shape[0] // layer.in_shape[0])
                     got = got[skip:skip + o1 - o0]
-                if got.shape[0] != o1 - o0 or not np.array_equal(
-                        got, reference.values[layer.name][o0:o1]):
+                want = reference.values[layer.name][o0:o1, :, c0:c1]
+                if got.shape != want.shape or not np.array_equal(got, want):
                     raise ValidationError(f"pass {p}: rows [{o0}, {o1}) of {layer.name} differ "
                                           f"from the whole-network result")
-                lay = own_layout(mem.regions[layer.name], layer.out_shape)
-                rb = _row_bytes(lay)
-                band = make_layout(lay.kind, o1 - o0, lay.width, lay.channels, lay.bits)
-                data, valid = mirror(layer.name)
-                data[o0 * rb:o1 * rb] = _beats_bytes(band.pack(got))
-                valid[o0 * rb:o1 * rb] = True
+                chip.write(layer.name, (o0, o1), (c0, c1), got)
             for t in step.stores:
                 _check_store(t, members, mem)
                 d, b = mem.check(t), mem.bank_indices(t)
-                data, valid = mirror(t.tensor)
-                if b.max() >= len(data) or not valid[b].all():
+                data, valid = chip[t.tensor]
+                pos = chip.element_bytes(t.tensor)
+                rb = _row_bytes(chip.layout(t.tensor))
+                rows = (int(b.min()) // rb, int(b.max()) // rb + 1)
+                if b.max() >= len(data) or not valid[pos[rows[0]:rows[1]]].all():
                     raise ValidationError(f"store of {t.tensor} from rows not computed on chip")
                 mem.dram[d] = data[b]
         except ValidationError as e:
             raise ValidationError(f"step {s}: {e}") from None
     return commands, peak
 
-
-# --- the whole network -----------------------------------------------------------------------
 
 def _place_weights(schedule, network, capacity, mem, reference):
     """Write every weight and quantization blob; returns {region: bytes} as written."""
