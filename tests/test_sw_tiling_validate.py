@@ -15,10 +15,14 @@ from sw.tiling.validate import group_occupancy, validate_schedule
 from sw.workloads import NetworkBuilder, load_network
 
 
-def _conv_net():
+def _conv_net(blocked=False):
     b = NetworkBuilder("t", {"input": (9, 8, 24)})
     b.conv("L", "input", 40, 3, 1, "same")
     net = b.build()
+    if blocked:     # channel tiles of one block, in both tensors
+        cap = Capacity(AcceleratorConfig(pes=16, plm_in_words=100, plm_w_words=2000,
+                                         plm_acc_words=1000), "a8w8")
+        return net, build_schedule(net, "optimal", cap, layouts="blocked")
     cap = Capacity(AcceleratorConfig(pes=16, plm_in_words=400, plm_w_words=2000,
                                      plm_acc_words=1000), "a8w8")
     return net, build_schedule(net, "thesis", cap)   # stripes, channel tiles, flags
@@ -82,15 +86,18 @@ def _layer_mutation(mutation, d):
         s["stores"][0].update(tensor=w["name"], addr=w["addr"])
     elif mutation == "small-bank":
         d["capacity"]["config"]["plm_in_words"] = 16
+    elif mutation == "layout-mislabelled":     # blocked transfers, the input called HWC
+        next(r for r in d["regions"] if r["name"] == "input")["layout"] = "hwc"
 
 
 LAYER_MUTATIONS = ["shift-address", "drop-load", "acc-flag", "padding", "stride", "bank",
-                   "store-elsewhere", "drop-store", "store-into-weights", "small-bank"]
+                   "store-elsewhere", "drop-store", "store-into-weights", "small-bank",
+                   "layout-mislabelled"]
 
 
 @pytest.mark.parametrize("mutation", LAYER_MUTATIONS)
 def test_the_validator_catches_broken_layers(mutation):
-    net, schedule = _conv_net()
+    net, schedule = _conv_net(blocked=mutation == "layout-mislabelled")
     assert validate_schedule(schedule, net).ok
     report = validate_schedule(_edit(schedule, lambda d: _layer_mutation(mutation, d)), net)
     assert not report.ok, mutation

@@ -19,7 +19,7 @@ from math import lcm
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
-from hls_ref.formats import BEAT_BITS, OUTPUT_WIDTHS, TensorLayout
+from hls_ref.formats import BEAT_BITS, OUTPUT_WIDTHS, make_layout
 from hls_ref.precision import Precision
 
 __all__ = ["Capacity", "TilingError"]
@@ -85,20 +85,24 @@ class Capacity:
         """Output-channel tiles are multiples of this: whole PE blocks and whole output beats."""
         return lcm(self.pes, BEAT_BITS // self.out_bits)
 
-    def layout(self, shape, bits=None):
-        """External-memory layout of an (H, W, C) activation tensor."""
+    def layout(self, shape, bits=None, kind="hwc"):
+        """External-memory layout (``"hwc"`` or ``"blocked"``) of an (H, W, C) activation
+        tensor."""
         h, w, c = shape
-        return TensorLayout(h, w, c, bits or self.act_bits)
+        return make_layout(kind, h, w, c, bits or self.act_bits)
 
     # --- tile footprints (bytes) ------------------------------------------------------------
-    def input_tile_bytes(self, rows, width, channels):
-        """An input tile in its bank: as the DMA writes it (the tensor layout of a ``rows x
+    def input_tile_bytes(self, rows, width, channels, kind="hwc"):
+        """An input tile in its bank: as the DMA writes it (the layout ``kind`` of a ``rows x
         width x channels`` tensor, pixels padded to the layout's channel stride), which is
         never less than its ST words (numpy arrays work element-wise)."""
         per_beat = BEAT_BITS // self.act_bits
         channels = np.asarray(channels, np.int64)
-        pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(channels, 1))).astype(np.int64))
-        stride = np.where(channels >= per_beat, _ceil(channels, per_beat) * per_beat, pow2)
+        if kind == "blocked":
+            stride = _ceil(channels, per_beat) * per_beat
+        else:
+            pow2 = np.left_shift(1, np.ceil(np.log2(np.maximum(channels, 1))).astype(np.int64))
+            stride = np.where(channels >= per_beat, _ceil(channels, per_beat) * per_beat, pow2)
         row = _ceil(width * stride, per_beat) * per_beat
         return np.maximum(rows * row * self.act_bits // 8,
                           WORD_BYTES * rows * width * _ceil(channels, self.lanes))

@@ -8,6 +8,7 @@ from hls_ref.config import DEFAULT_CONFIG
 
 from .capacity import Capacity, TilingError
 from .cost import DmaCost
+from .layouts import LAYOUT_CHOICES
 from .report import fused_floor, hong_kung_bound, layer_figures, lower_bound, network_totals
 from .strategies import STRATEGIES, build_schedule
 
@@ -43,13 +44,13 @@ def _layer_table(figures, network):
     return "\n".join(lines)
 
 
-def compare_strategies(network, capacity, cost, strategies=None):
+def compare_strategies(network, capacity, cost, strategies=None, layouts=None):
     """{strategy: [LayerFigures] or an error message}, and the lower bound."""
     results = {}
     for name in strategies or STRATEGIES:
         try:
-            results[name] = layer_figures(build_schedule(network, name, capacity, cost),
-                                          network)
+            results[name] = layer_figures(build_schedule(network, name, capacity, cost,
+                                                         layouts), network)
         except TilingError as error:
             results[name] = str(error)
     return results, lower_bound(network, capacity, cost)
@@ -108,10 +109,14 @@ def cmd_tile(args):
         print(f"{network.name}: {len(network.layers)} layers, {network.macs:,} MACs; "
               f"{capacity.precision.label}, {capacity.describe()}; DMA cost {cost}")
         if args.compare:
-            results, bound = compare_strategies(network, capacity, cost)
+            results, bound = compare_strategies(network, capacity, cost, layouts=args.layout)
             print(_compare_table(network, capacity, results, bound))
             return 0
-        schedule = build_schedule(network, args.strategy, capacity, cost)
+        schedule = build_schedule(network, args.strategy, capacity, cost, args.layout)
+        if args.layout != "hwc":
+            kinds = [r.layout for r in schedule.regions.values() if r.kind == "activation"]
+            print(f"layouts: {kinds.count('hwc')} tensors HWC, {kinds.count('blocked')} "
+                  f"channel-blocked")
         print(_layer_table(layer_figures(schedule, network), network))
         if args.json:
             text = schedule.to_json(indent=1)
@@ -148,6 +153,9 @@ def add_parser(commands):
     tile.add_argument("--pes", type=int, help="PEs (default: the accelerator's)")
     tile.add_argument("--single-buffer", action="store_true", help="no double buffering")
     tile.add_argument("--cost", metavar="C,p,t", help="DMA cost model parameters (cycles)")
+    tile.add_argument("--layout", choices=LAYOUT_CHOICES, default="hwc",
+                      help="activation layout: HWC (what the accelerators read today), "
+                           "channel-blocked, or chosen per tensor (auto)")
     tile.add_argument("--json", metavar="FILE", help="write the schedule as JSON ('-': stdout)")
     tile.add_argument("--validate", action="store_true",
                       help="replay the schedule on the invocation-level golden model")

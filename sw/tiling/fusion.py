@@ -114,7 +114,7 @@ def _need_start(layer, out_start, in_height):
 class _Context:
     """What the planner needs about a network, computed once."""
 
-    def __init__(self, network, capacity, cost, row_bytes=None, effective=None):
+    def __init__(self, network, capacity, cost, row_bytes=None, effective=None, kinds=None):
         self.network = network
         self.capacity = capacity
         self.cost = cost
@@ -141,6 +141,8 @@ class _Context:
                 self.chunk[layer.name] = capacity.weight_bytes(layer.kind, layer.kernel, pes,
                                                                layer.in_channels)
         self.whole = {layer.name: _needs_whole(layer) for layer in network.layers}
+        self.effective = effective or {}
+        self.kinds = kinds or {}
 
 
 def _shape_group(layers, ctx):
@@ -400,18 +402,21 @@ def _band_traffic(layers, ends, starts, peak, inputs, outputs, passes, ctx):
 
 def _single(layer, ctx):
     """A one-layer group costs its layer-by-layer schedule."""
-    capacity, cost, shapes = ctx.capacity, ctx.cost, ctx.shapes
+    capacity, cost = ctx.capacity, ctx.cost
     if layer.kind == "concat":
         return Group([layer.name], 1, {}, {}, 0, [], [], 0, 0, 0, 0.0, fused=False)
     if not layer.weighted:
-        read = sum(capacity.layout(shapes[x]).bytes for x in layer.inputs)
-        written = capacity.layout(layer.out_shape).bytes
+        read = sum(ctx.tensor_bytes[x] for x in layer.inputs)
+        written = ctx.tensor_bytes[layer.name]
         calls = len(layer.inputs) + 1
         return Group([layer.name], 1, {}, {}, 0, list(layer.inputs), [layer.name], read,
                      written, calls, cost.cycles(calls, calls, (read + written) // BEAT_BYTES),
                      fused=False)
-    t = optimal_tiling(layer, capacity, cost)
-    res = evaluate(layer, capacity, cost, t.rows, t.out_channels, t.in_channels, t.order)
+    kinds = ctx.kinds.get(layer.name, ("hwc", "hwc"))
+    layer = ctx.effective.get(layer.name, layer)
+    t = optimal_tiling(layer, capacity, cost, kinds)
+    res = evaluate(layer, capacity, cost, t.rows, t.out_channels, t.in_channels, t.order,
+                   kinds=kinds)
     return Group([layer.name], 1, {}, {}, int(sum(res.footprint)), list(layer.inputs),
                  [layer.name], int(res.read_bytes), int(res.written_bytes),
                  int(res.total_calls), float(res.cycles), fused=False)
@@ -424,14 +429,15 @@ def _group_bytes(layers, ctx):
             + sum(ctx.weights.get(la.name, 0) + ctx.qparams.get(la.name, 0) for la in layers))
 
 
-def fused_partition(network, capacity, cost, max_group=64, row_bytes=None, effective=None):
+def fused_partition(network, capacity, cost, max_group=64, row_bytes=None, effective=None,
+                    kinds=None):
     """The tile groups minimising external bytes (then DMA cost), in layer order.
 
     A group's bytes do not depend on how it is run, so the search first finds, for every
     end layer, the groups that fit and the bytes they move, and plans passes only for the
     groups it keeps. Groups grow backwards from their last layer until one does not fit (a
     longer group holds at least the same tensors at once)."""
-    ctx = _Context(network, capacity, cost, row_bytes, effective)
+    ctx = _Context(network, capacity, cost, row_bytes, effective, kinds)
     layers = network.layers
     n = len(layers)
     singles = [_single(layer, ctx) for layer in layers]

@@ -208,8 +208,11 @@ def _reload(order, trips, relevant):
     return factor
 
 
-def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk", stats=None):
-    """Traffic, footprint and DMA cost of tiling ``layer`` (arrays broadcast element-wise)."""
+def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk", stats=None,
+             kinds=("hwc", "hwc")):
+    """Traffic, footprint and DMA cost of tiling ``layer`` (arrays broadcast element-wise),
+    its input and output laid out as ``kinds`` (``"hwc"`` or ``"blocked"``): a channel slice
+    of a band is one DMA segment per pixel in HWC, one per row channel-blocked."""
     rows = np.asarray(rows, np.int64)
     out_channels = np.asarray(out_channels, np.int64)
     in_channels = np.asarray(in_channels, np.int64)
@@ -220,8 +223,11 @@ def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk"
     ho, wo, co = layer.out_shape
     kh, kw = layer.kernel
     pes = capacity.pes
-    in_layout = capacity.layout(layer.in_shape)
-    out_layout = capacity.layout(layer.out_shape, capacity.out_bits)
+    in_kind, out_kind = kinds
+    in_layout = capacity.layout(layer.in_shape, kind=in_kind)
+    out_layout = capacity.layout(layer.out_shape, capacity.out_bits, out_kind)
+    in_seg = 1 if in_kind == "blocked" else w          # segments per row of a channel slice
+    out_seg = 1 if out_kind == "blocked" else wo
     row_beats_in = in_layout.row_stride * in_layout.bits // 64
     row_beats_out = out_layout.row_stride * out_layout.bits // 64
 
@@ -240,7 +246,7 @@ def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk"
         segs["input"] = calls["input"]
         beats["input"] = f_in * nh * chan["beats"]
     else:
-        segs["input"] = f_in * np.where(full_in, nh, rs.sum_in * w * nk)
+        segs["input"] = f_in * np.where(full_in, nh, rs.sum_in * in_seg * nk)
         beats["input"] = f_in * np.where(full_in, rs.sum_in * row_beats_in,
                                          rs.sum_in * w * chan["beats"])
     # weights: the compiler lays each (z, k) weight tile out contiguously
@@ -265,7 +271,7 @@ def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk"
         segs["output"] = calls["output"]
         beats["output"] = zs["beats"]
     else:
-        segs["output"] = np.where(nz == 1, nh, ho * wo * nz)
+        segs["output"] = np.where(nz == 1, nh, ho * out_seg * nz)
         beats["output"] = np.where(nz == 1, ho * row_beats_out, ho * wo * zs["beats"])
 
     # footprint of the largest tile
@@ -277,7 +283,7 @@ def evaluate(layer, capacity, cost, rows, out_channels, in_channels, order="hzk"
     elif layer.kind == "fc":
         in_b = capacity.input_tile_bytes(np.ones_like(rs.max_in), 1, k_max)
     else:
-        in_b = capacity.input_tile_bytes(rs.max_in, w, k_max)
+        in_b = capacity.input_tile_bytes(rs.max_in, w, k_max, in_kind)
     w_b = capacity.weight_tile_bytes(layer.kind, layer.kernel, z_max, k_max)
     acc_rows = np.minimum(rows, ho)
     acc_b = capacity.acc_tile_bytes(acc_rows, wo, z_max)

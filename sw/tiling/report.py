@@ -47,8 +47,16 @@ def layer_figures(schedule, network):
         use, text = 0.0, "host"
         if ls.tiling is not None:
             t = ls.tiling
-            res = evaluate(network.layer(ls.layer), capacity, cost, t.rows, t.out_channels,
-                           t.in_channels, t.order)
+            layer = network.layer(ls.layer)
+            regions = schedule.regions
+            kinds = (regions[layer.inputs[0]].layout, regions[layer.name].layout)
+            if layer.kind == "fc":
+                from .layouts import effective_fc
+                from .schedule import region_layout
+
+                layer = effective_fc(layer, region_layout(regions[layer.inputs[0]]))
+            res = evaluate(layer, capacity, cost, t.rows, t.out_channels, t.in_channels,
+                           t.order, kinds=kinds)
             use = _use(capacity, *(int(v) for v in res.footprint))
             text = (f"{t.rows}r x {t.out_channels}co x {t.in_channels}ci {t.order}"
                     if ls.kind != "depthwise" else f"{t.rows}r x {t.out_channels}c {t.order}")

@@ -24,6 +24,7 @@ Everything is deterministic and serialises to JSON (:meth:`Schedule.to_json`).
 
 import json
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -234,15 +235,20 @@ class Allocator:
         return self.regions[name]
 
 
+@lru_cache(maxsize=4096)
+def _layout(kind, shape, bits):
+    return make_layout(kind, *shape, bits)
+
+
 def region_layout(region):
     """The layout of the whole tensor laid out in ``region``."""
-    return make_layout(region.layout, *region.shape, region.bits)
+    return _layout(region.layout, tuple(region.shape), region.bits)
 
 
 def own_layout(region, shape):
     """The layout of a tensor of ``shape`` on its own (a bank or on-chip band holding it),
     in the layout its region uses."""
-    return make_layout(region.layout, *shape, region.bits)
+    return _layout(region.layout, tuple(shape), region.bits)
 
 
 def fc_input(layout):
@@ -307,7 +313,7 @@ def activation_transfer(direction, tensor, region, rows, channels, buffer, bank,
             raise ValueError(f"{tensor}: channels [{c0}, {c1}) are not whole blocks of "
                              f"{block}")
         seg = -(-(c1 - c0) // block) * layout.width * block * bits // 8
-        if whole or (r1 - r0 == 1 and seg == bank_row_b):
+        if whole:
             return Transfer(direction, tensor, buffer, bank, region.addr + r0 * row_b, offset,
                             1, 1, (r1 - r0) * seg, row_b, seg, bank_row_b, seg)
         addr = region.addr + r0 * row_b + (c0 // block) * layout.block_stride * bits // 8

@@ -56,30 +56,30 @@ def _candidates(layer, capacity):
             np.array(ks)[None, None, :])
 
 
-def _grid(layer, capacity, cost, orders):
+def _grid(layer, capacity, cost, orders, kinds=("hwc", "hwc")):
     rows, zs, ks = _candidates(layer, capacity)
     stats = tensor_stats(layer, capacity, rows, zs, ks if layer.kind != "depthwise" else zs)
     results = {}
     for order in orders:
-        results[order] = evaluate(layer, capacity, cost, rows, zs, ks, order, stats)
+        results[order] = evaluate(layer, capacity, cost, rows, zs, ks, order, stats, kinds)
     return (rows, zs, ks), results
 
 
-def _no_fit(layer, capacity, cost):
+def _no_fit(layer, capacity, cost, kinds=("hwc", "hwc")):
     rows, zs, ks = _candidates(layer, capacity)
     smallest = evaluate(layer, capacity, cost, rows.min(), zs.min(),
-                        ks.min() if layer.kind != "depthwise" else zs.min())
+                        ks.min() if layer.kind != "depthwise" else zs.min(), kinds=kinds)
     need = capacity.needed(*(int(v) for v in smallest.footprint))
     return TilingError(f"layer {layer.name}: even its smallest tile (1 output row, "
                        f"{int(zs.min())} output and {int(ks.min() or zs.min())} input channels) "
                        f"does not fit {capacity.describe()}; it needs {need}")
 
 
-def choose(layer, capacity, cost, key, orders=ORDERS):
+def choose(layer, capacity, cost, key, orders=ORDERS, kinds=("hwc", "hwc")):
     """The tiling minimising ``key(cost_result) -> tuple of arrays`` (lexicographic) over
-    the loop ``orders``."""
+    the loop ``orders``, the layer's input and output laid out as ``kinds``."""
     check_layer(layer, capacity)
-    (rows, zs, ks), results = _grid(layer, capacity, cost, orders)
+    (rows, zs, ks), results = _grid(layer, capacity, cost, orders, kinds)
     best = None
     for order, res in results.items():
         shape = np.broadcast_shapes(rows.shape, zs.shape, ks.shape)
@@ -96,45 +96,45 @@ def choose(layer, capacity, cost, key, orders=ORDERS):
         if best is None or score < best[0]:
             best = (score, tiling)
     if best is None:
-        raise _no_fit(layer, capacity, cost)
+        raise _no_fit(layer, capacity, cost, kinds)
     return best[1]
 
 
-def optimal_tiling(layer, capacity, cost):
+def optimal_tiling(layer, capacity, cost, kinds=("hwc", "hwc")):
     """The tiling with the lowest DMA cost; ties go to fewer beats, then fewer commands."""
     return choose(layer, capacity, cost,
-                  lambda res: (res.cycles, res.total_beats, res.commands))
+                  lambda res: (res.cycles, res.total_beats, res.commands), kinds=kinds)
 
 
-def naive_tiling(layer, capacity, cost):
+def naive_tiling(layer, capacity, cost, kinds=("hwc", "hwc")):
     """Seed 000's naive choice: the largest tiles, i.e. the tiling that fills the most
     on-chip memory, with seed 000's loop order (rows outermost: ``hzk``); ties go to fewer
     commands."""
     return choose(layer, capacity, cost, lambda res: (-sum(res.footprint), res.commands),
-                  orders=("hzk",))
+                  orders=("hzk",), kinds=kinds)
 
 
-def min_bytes_tiling(layer, capacity, cost):
+def min_bytes_tiling(layer, capacity, cost, kinds=("hwc", "hwc")):
     """The tiling moving the fewest bytes (then the lowest DMA cost): what this tile space can
     reach at best in bytes."""
     return choose(layer, capacity, cost,
-                  lambda res: (res.total_beats, res.cycles, res.commands))
+                  lambda res: (res.total_beats, res.cycles, res.commands), kinds=kinds)
 
 
-def median_tiling(layer, capacity, cost, fill=0.8):
+def median_tiling(layer, capacity, cost, kinds=("hwc", "hwc"), fill=0.8):
     """A seed-000-style naive tiling: among the tilings with seed 000's loop order (rows
     outermost) whose tiles use at least ``fill`` of the on-chip memory, the one of median DMA
     cost (seed 000 compares its optimum with such a typical hand choice, not with the worst).
     Falls back to :func:`naive_tiling` when no tiling fills that much."""
     check_layer(layer, capacity)
-    (rows, zs, ks), results = _grid(layer, capacity, cost, ("hzk",))
+    (rows, zs, ks), results = _grid(layer, capacity, cost, ("hzk",), kinds)
     res = results["hzk"]
     shape = np.broadcast_shapes(rows.shape, zs.shape, ks.shape)
     fits = np.broadcast_to(res.fits, shape)
     use = _use(capacity, *(np.broadcast_to(f, shape) for f in res.footprint))
     chosen = fits & (use >= fill)
     if not chosen.any():
-        return naive_tiling(layer, capacity, cost)
+        return naive_tiling(layer, capacity, cost, kinds)
     cycles = np.broadcast_to(res.cycles, shape)[chosen]
     order = np.lexsort((np.argwhere(chosen)[:, 0], cycles))
     flat = np.argwhere(chosen)[order[(len(order) - 1) // 2]]

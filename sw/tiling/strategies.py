@@ -23,6 +23,7 @@ from .capacity import Capacity, TilingError
 from .cost import DEFAULT_COST
 from .fusion import fused_partition
 from .layer_tiling import check_layer, splits
+from .layouts import resolve_layouts
 from .schedule import (
     Allocator,
     Command,
@@ -52,14 +53,17 @@ STRATEGIES = {
 }
 
 
-def tile_layer(strategy, layer, capacity, cost=DEFAULT_COST):
-    """The :class:`~sw.tiling.layer_tiling.Tiling` ``strategy`` picks for one layer."""
+def tile_layer(strategy, layer, capacity, cost=DEFAULT_COST, kinds=("hwc", "hwc")):
+    """The :class:`~sw.tiling.layer_tiling.Tiling` ``strategy`` picks for one layer whose
+    input and output are laid out as ``kinds`` (``thesis`` ignores layouts)."""
     try:
         choose = STRATEGIES[strategy]
     except KeyError:
         raise ValueError(f"unknown strategy {strategy!r}; one of "
                          f"{', '.join(STRATEGIES)}") from None
-    return choose(layer, capacity, cost)
+    if strategy == "thesis":
+        return choose(layer, capacity, cost)
+    return choose(layer, capacity, cost, kinds)
 
 
 def _bits(layer, capacity):
@@ -265,23 +269,37 @@ def band_rows(layer, o0, o1, h):
 
 def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST,
                    layouts=None):
-    """Tile every layer of ``network`` with ``strategy`` and list the steps. ``layouts``:
-    tensor -> ``"hwc"`` or ``"blocked"`` (missing tensors: HWC)."""
+    """Tile every layer of ``network`` with ``strategy`` and list the steps. ``layouts``: the
+    activation layout of every tensor -- ``"hwc"`` (the default: what the accelerators' RTL
+    reads today), ``"blocked"``, ``"auto"`` (chosen per tensor, ``sw.tiling.layouts``) or a
+    dict tensor -> ``"hwc"``/``"blocked"``."""
     capacity = capacity or Capacity()
-    layouts = layouts or {}
     alloc = Allocator()
     for layer in network.layers:
         if layer.weighted and min(layer.padding.top, layer.padding.bottom, layer.padding.left,
                                   layer.padding.right) < 0:
             raise TilingError(f"layer {layer.name}: reads a cropped input (padding "
                               f"{layer.padding}); the accelerators have no crop")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; one of {', '.join(STRATEGIES)}")
+    layouts = resolve_layouts(layouts, network, capacity, cost,
+                              "optimal" if strategy == "fused" else strategy,
+                              concat_views(network, capacity, {}), tile_layer)
     views = concat_views(network, capacity, layouts)
     _place_activations(network, capacity, alloc, layouts, views)
-    effective = {layer.name: _effective(layer, alloc.regions) for layer in network.layers
+    regions = alloc.regions
+    effective = {layer.name: _effective(layer, regions) for layer in network.layers
                  if layer.weighted}
+    kinds = {layer.name: (regions[layer.inputs[0]].layout, regions[layer.name].layout)
+             for layer in network.layers if layer.weighted}
     groups = {}
     if strategy == "fused":
-        for group in fused_partition(network, capacity, cost, effective=effective):
+        def row_bytes(x):
+            lay = own_layout(regions[x], network.shapes[x])
+            return lay.row_stride * lay.bits // 8
+
+        for group in fused_partition(network, capacity, cost, effective=effective,
+                                     row_bytes=row_bytes, kinds=kinds):
             if group.fused:
                 for name in group.layers:
                     groups[name] = group
@@ -292,7 +310,8 @@ def build_schedule(network, strategy="optimal", capacity=None, cost=DEFAULT_COST
         eff = effective[layer.name]
         if layer.name not in groups:
             check_layer(eff, capacity)
-            tilings[layer.name] = tiling = tile_layer(strategy, eff, capacity, cost)
+            tilings[layer.name] = tiling = tile_layer(strategy, eff, capacity, cost,
+                                                      kinds[layer.name])
             chunks = weight_chunks(eff, capacity, tiling)
             alloc.place(f"{layer.name}.weights", "weights", sum(c[3] for c in chunks))
             alloc.place(f"{layer.name}.qparams", "qparams",
