@@ -451,6 +451,8 @@ def fused_partition(network, capacity, cost, max_group=64, row_bytes=None, effec
             kinds = [k for k, m in misses.items() if m < 2]
             if not kinds:
                 break           # longer groups hold these tensors too
+            if best[i][0] + _group_bytes(layers[i:j], ctx) > candidates[0][0]:
+                continue        # moves more than leaving the last layer alone: cannot win
             group = None
             for kind in kinds:
                 found = group_plan(layers[i:j], network, capacity, cost, ctx, (kind,), False)
