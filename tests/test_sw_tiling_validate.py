@@ -121,10 +121,11 @@ def _group_mutation(mutation, d):
         for s in steps:
             for t in s["loads"]:
                 t["addr"] += 4096
-    elif mutation == "shift-every-group-load-8":      # inside the regions: wrong data
+    elif mutation == "shift-every-band-load-8":       # inside the regions: wrong data
         for s in steps:
             for t in s["loads"]:
-                t["addr"] += 8
+                if t["buffer"] == "in":
+                    t["addr"] += 8
     elif mutation == "drop-one-band":
         s = next(s for s in steps[1:] if any(t["buffer"] == "in" for t in s["loads"]))
         s["loads"] = [t for t in s["loads"] if t["buffer"] != "in"]
@@ -155,7 +156,7 @@ def _group_mutation(mutation, d):
 
 
 GROUP_MUTATIONS = ["drop-every-group-transfer", "shift-every-group-load-4096",
-                   "shift-every-group-load-8", "drop-one-band",
+                   "shift-every-band-load-8", "drop-one-band",
                    "drop-weights", "compute-before-input", "wrong-rows", "band-padding",
                    "store-uncomputed", "plan-for-16K-on-8K"]
 
