@@ -27,7 +27,7 @@ it are judged on their own. At the end every tensor is compared again (a later s
 earlier tensor's region is caught), and the weights must be untouched.
 """
 
-from dataclasses import astuple, dataclass, field
+from dataclasses import astuple, dataclass, field, replace
 
 import numpy as np
 
@@ -781,8 +781,6 @@ def _place_weights(schedule, network, capacity, mem, reference):
 
 
 def _with_inputs(layer, elements):
-    from dataclasses import replace
-
     return replace(layer, in_shape=(1, 1, elements))
 
 
@@ -830,7 +828,7 @@ def validate_schedule(schedule, network, *, seed=0, layers=None, capacity=None):
     limits = capacity.config.limits()
     if capacity.ocm_bytes is not None:
         share = capacity.ocm_bytes // capacity.banks
-        limits = type(limits)(limits.pes, share // 2, share // 2, share // 4, limits.max_kernel)
+        limits = replace(limits, plm_in=share // 2, plm_w=share // 2, plm_acc=share // 4)
     checked = []
     for ls in schedule.layers:
         produced = _produced(ls, network, consumers)
