@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from .formats import BEAT_BITS
 from .precision import Precision
 
-__all__ = ["DEFAULT_CONFIG", "ICE40_CONFIG", "AcceleratorConfig", "Limits"]
+__all__ = ["ACCELERATOR_KINDS", "DEFAULT_CONFIG", "DEFAULT_SOC", "ICE40_CONFIG",
+           "AcceleratorConfig", "Limits", "SocConfig"]
 
 ALL_PRECISIONS = tuple(Precision)
 
@@ -121,3 +122,87 @@ DEFAULT_CONFIG = AcceleratorConfig()
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
                                  plm_acc_words=1024, max_width=256, pe_dsp=False)
+
+
+#: Accelerator kinds an SoC can hold (``hls_ref.registers.KINDS``, ``VERSION.kind``).
+ACCELERATOR_KINDS = ("conv2d", "depthwise", "fc")
+
+
+@dataclass(frozen=True)
+class SocConfig:
+    """One SoC build: the processor's memories and clock, and its accelerators.
+
+    * ``accelerators``: ``(kind, AcceleratorConfig)`` pairs, one per accelerator instance
+      (kinds of :data:`ACCELERATOR_KINDS`); instance ``k`` has its registers at the
+      ``k``-th accelerator window of the address map (``hls_ref.soc_map``) and its interrupt
+      on the processor's fast interrupt ``k``. An empty tuple is a processor-only build;
+    * ``ram_bytes``: on-chip RAM for the firmware's code, data and stack (a power of two);
+    * ``dram_bytes``: the external memory the processor and the accelerators share (a power
+      of two; the simulation's memory model has this size);
+    * ``cache_bytes``: the processor's instruction and data caches, bytes each (two ways,
+      32-byte lines; they cache the on-chip RAM only);
+    * ``clock_hz``: the clock the build is timed for (latency = cycles / clock);
+    * ``uart_divisor``: the UART's reset clock divisor (clock / baud rate); the firmware may
+      set another at run time.
+    """
+
+    accelerators: tuple = (("conv2d", DEFAULT_CONFIG),)
+    ram_bytes: int = 64 * 1024
+    dram_bytes: int = 16 * 1024 * 1024
+    cache_bytes: int = 4096
+    clock_hz: int = 100_000_000
+    uart_divisor: int = 868
+
+    def __post_init__(self):
+        accelerators = tuple(tuple(slot) for slot in self.accelerators)
+        for slot in accelerators:
+            if (len(slot) != 2 or slot[0] not in ACCELERATOR_KINDS
+                    or not isinstance(slot[1], AcceleratorConfig)):
+                raise ValueError(f"accelerators must be (kind, AcceleratorConfig) pairs with "
+                                 f"kind one of {', '.join(ACCELERATOR_KINDS)}, not {slot!r}")
+        if len(accelerators) > 16:
+            raise ValueError(f"accelerators must be at most 16 (the processor's fast "
+                             f"interrupts), not {len(accelerators)}")
+        object.__setattr__(self, "accelerators", accelerators)
+        for name, low, high in (("ram_bytes", 4096, 1 << 19), ("dram_bytes", 1 << 21, 1 << 30),
+                                ("cache_bytes", 1024, 1 << 16)):
+            value = getattr(self, name)
+            if (not isinstance(value, int) or isinstance(value, bool) or value & (value - 1)
+                    or not low <= value <= high):
+                raise ValueError(f"{name} must be a power of two from {low} to {high}, "
+                                 f"not {value!r}")
+        _positive("clock_hz", self.clock_hz)
+        if not isinstance(self.uart_divisor, int) or not 5 <= self.uart_divisor < 1 << 16:
+            raise ValueError(f"uart_divisor must be an integer from 5 to 65535, "
+                             f"not {self.uart_divisor!r}")
+
+    def kinds(self):
+        """The kind of each accelerator instance, in address-map order."""
+        return tuple(kind for kind, _ in self.accelerators)
+
+    def find(self, kind):
+        """Indices of the accelerator instances of ``kind``."""
+        return [k for k, (kind_k, _) in enumerate(self.accelerators) if kind_k == kind]
+
+    def as_dict(self):
+        return {"accelerators": [[kind, config.as_dict()] for kind, config in self.accelerators],
+                "ram_bytes": self.ram_bytes, "dram_bytes": self.dram_bytes,
+                "cache_bytes": self.cache_bytes, "clock_hz": self.clock_hz,
+                "uart_divisor": self.uart_divisor}
+
+    @classmethod
+    def from_dict(cls, spec):
+        """The inverse of :meth:`as_dict`."""
+        def accelerator(spec):
+            spec = dict(spec)
+            spec["max_kernel"] = tuple(spec["max_kernel"])
+            spec["precisions"] = tuple(spec["precisions"])
+            return AcceleratorConfig(**spec)
+        return cls(accelerators=tuple((kind, accelerator(c)) for kind, c in spec["accelerators"]),
+                   ram_bytes=spec["ram_bytes"], dram_bytes=spec["dram_bytes"],
+                   cache_bytes=spec["cache_bytes"], clock_hz=spec["clock_hz"],
+                   uart_divisor=spec["uart_divisor"])
+
+
+#: The default SoC: one 16-PE conv2d accelerator (``DEFAULT_CONFIG``) beside the processor.
+DEFAULT_SOC = SocConfig()

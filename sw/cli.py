@@ -6,7 +6,9 @@
                         synthesis table.
 ``tessera bench``       cycle benchmarks from simulation (``--write-results``: docs/results.md,
                         with the NVE report).
-``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models.
+``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models or
+                        (``--backend rtl``) on the RTL SoC.
+``tessera compile MODEL -o DIR``  compile a model into an image for the SoC.
 ``tessera tile MODEL``  tile a network for the accelerators: DMA traffic, calls and cost.
 ``tessera nve compile|report NETWORK``  the NVE code generator on the seed-003 networks.
 ``tessera precisions``  the ST configurations.
@@ -154,18 +156,67 @@ def cmd_demo(args):
     return 0 if ok else 1
 
 
+def _soc_config(name):
+    from hls_ref.config import DEFAULT_SOC, SocConfig
+
+    builds = {"default": DEFAULT_SOC, "cpu": SocConfig(accelerators=())}
+    if name not in builds:
+        raise ValueError(f"unknown SoC build {name!r}; available: {', '.join(builds)}")
+    return builds[name]
+
+
 def cmd_run(args):
     from .run import run_model
+    from .soc_run import RunError
 
+    rtl = {}
+    if args.backend == "rtl":
+        rtl = dict(soc=_soc_config(args.soc), pause=args.backpressure,
+                   pause_seed=args.backpressure_seed, plot=args.plot, verbose=args.verbose)
+    elif args.plot:
+        print("tessera run: --plot needs --backend rtl (the golden backend has no cycles)",
+              file=sys.stderr)
+        return 2
     try:
         mismatches = run_model(args.model, backend=args.backend, input_path=args.input,
                                output_path=args.output, dump_dir=args.dump_layers,
-                               seed=args.seed, compare_litert=args.compare_litert)
+                               seed=args.seed, compare_litert=args.compare_litert, **rtl)
+    except RunError as error:
+        print(f"tessera run: the hardware reported an error: {error}", file=sys.stderr)
+        return 3
     except (ValueError, OSError) as error:
-        # bad model names, unsupported operators, inputs of the wrong shape: one clear line
+        # bad model names, unsupported operators, inputs of the wrong shape, corrupted
+        # images: one clear line
         print(f"tessera run: error: {error}", file=sys.stderr)
         return 2
     return 1 if mismatches else 0
+
+
+def cmd_compile(args):
+    from .soc_image import compile_model
+
+    try:
+        image = compile_model(args.model, _soc_config(args.soc),
+                              reuse_buffers=not args.keep_buffers)
+    except (ValueError, OSError) as error:
+        print(f"tessera compile: error: {error}", file=sys.stderr)
+        return 2
+    directory = image.save(args.output)
+    print(f"{image.model}: {len(image.layers)} layers, {len(image.data):,} bytes of constants "
+          f"(checksum {image.header['checksum_a']:08x}{image.header['checksum_b']:08x}), "
+          f"{image.header['buffer_bytes']:,} bytes of activation buffers")
+    print("| # | layer | op | engine | descriptors | tiling / why on the processor |")
+    print("|---:|---|---|---|---:|---|")
+    for i, layer in enumerate(image.layers):
+        if layer.accelerator is not None:
+            kind, _ = image.soc.accelerators[layer.accelerator]
+            engine, detail = f"{kind}{layer.accelerator}", layer.tiling
+        else:
+            engine, detail = "cpu", layer.why
+        print(f"| {i} | {layer.name} | {layer.op.name.lower()} | {engine} | "
+              f"{layer.desc_count or '—'} | {detail} |")
+    print(f"wrote {directory}/image.bin and image.json")
+    return 0
 
 
 def main(argv=None):
@@ -200,10 +251,31 @@ def main(argv=None):
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)
-    run = commands.add_parser("run", help="run a model on the golden models")
-    run.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder) or a "
-                                   ".tflite file")
-    run.add_argument("--backend", choices=["golden"], default="golden")
+    compile_ = commands.add_parser("compile", help="compile a model into an image for the SoC")
+    compile_.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder) or a "
+                                        ".tflite file")
+    compile_.add_argument("-o", "--output", required=True, metavar="DIR",
+                          help="directory for image.bin and image.json")
+    compile_.add_argument("--soc", default="default",
+                          help="SoC build: default (Minerva + a 16-PE conv2d accelerator) or "
+                               "cpu (the processor alone)")
+    compile_.add_argument("--keep-buffers", action="store_true",
+                          help="every tensor its own buffer (all readable after a run)")
+    compile_.set_defaults(run=cmd_compile)
+    run = commands.add_parser("run", help="run a model on the golden models or the RTL SoC")
+    run.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder), a "
+                                   ".tflite file, or (rtl) a directory from tessera compile")
+    run.add_argument("--backend", choices=["golden", "rtl"], default="golden",
+                     help="golden: the network-level golden models; rtl: the SoC in Verilator")
+    run.add_argument("--soc", default="default", help="(rtl) SoC build: default or cpu")
+    run.add_argument("--backpressure", type=float, default=0.0, metavar="P",
+                     help="(rtl) random back-pressure: each memory channel pauses with "
+                          "probability P per cycle")
+    run.add_argument("--backpressure-seed", type=int, default=1, metavar="N",
+                     help="(rtl) seed of the back-pressure pattern")
+    run.add_argument("--plot", metavar="FILE",
+                     help="(rtl) draw the per-layer cycles and utilisation (PNG)")
+    run.add_argument("--verbose", action="store_true", help="(rtl) report every layer")
     run.add_argument("--input", metavar="X.npy",
                      help="the model's input tensor (its dtype and shape); default: seeded "
                           "random")

@@ -1,0 +1,160 @@
+/* Walk the model image's layer table: start each accelerator layer's descriptor list and
+   wait for its interrupt, run processor layers in C, record cycles and counters per layer. */
+#include "image.h"
+
+#include "kernels.h"
+#include "soc.h"
+
+void image_checksum(uint32_t from, uint32_t to, uint32_t *a_out, uint32_t *b_out) {
+    const volatile uint32_t *word = dram(from);
+    const volatile uint32_t *end = dram(to);
+    uint32_t a = 0, b = 0;
+    while (word < end) {
+        a += *word++;
+        b += a;
+    }
+    *a_out = a;
+    *b_out = b;
+}
+
+static const char *const op_names[] = {"?", "conv2d", "depthwise", "fc", "add", "avgpool",
+                                       "maxpool", "softmax", "reshape"};
+
+static void report_layer(uint32_t i, const LayerEntry *e, const LayerResult *r) {
+    uart_puts("layer ");
+    uart_put_udec(i);
+    uart_putc(' ');
+    uart_puts((const char *)dram(e->name));
+    uart_putc(' ');
+    uart_puts(e->op <= OP_RESHAPE ? op_names[e->op] : "?");
+    uart_puts(e->engine == ENGINE_PROCESSOR ? " cpu " : " accel ");
+    uart_put_udec(r->cycles);
+    uart_puts(" cycles\n");
+}
+
+/* Run an accelerator layer: its list on accelerator k, then wait for the interrupt. */
+static uint32_t run_accelerator(unsigned k, const LayerEntry *e, LayerResult *r) {
+    accel_write(k, ACC_DESC_ADDR, e->desc_addr);
+    accel_write(k, ACC_DESC_COUNT, e->desc_count);
+    accel_write(k, ACC_CTRL, 1u << ACC_CTRL_START_SHIFT | 1u << ACC_CTRL_IRQ_ENABLE_SHIFT);
+    wait_irq(k);
+    uint32_t status = accel_read(k, ACC_STATUS);
+    /* clear done / error: the interrupt falls */
+    accel_write(k, ACC_STATUS, status & (ACC_STATUS_DONE_MASK << ACC_STATUS_DONE_SHIFT
+                                         | ACC_STATUS_ERROR_MASK << ACC_STATUS_ERROR_SHIFT));
+    r->status = status;
+    return status;
+}
+
+static void read_counters(unsigned k, LayerResult *r) {
+    r->acc_cycles = accel_read64(k, ACC_CYCLES_LO);
+    r->acc_mac_cycles = accel_read64(k, ACC_MAC_CYCLES_LO);
+    r->acc_bytes_read = accel_read64(k, ACC_BYTES_READ_LO);
+    r->acc_bytes_written = accel_read64(k, ACC_BYTES_WRITTEN_LO);
+    r->tiles = accel_read(k, ACC_TILES);
+}
+
+static int run_processor(const LayerEntry *e) {
+    const void *params = dram(e->params);
+    switch (e->op) {
+    case OP_CONV2D: conv2d_layer(params); return 1;
+    case OP_DEPTHWISE: depthwise_layer(params); return 1;
+    case OP_FC: fc_layer(params); return 1;
+    case OP_ADD: add_layer(params); return 1;
+    case OP_AVGPOOL: avgpool_layer(params); return 1;
+    case OP_MAXPOOL: maxpool_layer(params); return 1;
+    case OP_SOFTMAX: softmax_layer(params); return 1;
+    case OP_RESHAPE:
+        if (e->params) copy_layer(params);  /* no parameters: an alias, nothing to do */
+        return 1;
+    default: return 0;
+    }
+}
+
+static uint32_t finish(RunRecord *record, uint32_t status) {
+    record->status = status;
+    record->done = 1;
+    return status;
+}
+
+uint32_t run_image(const RunBlock *run) {
+    const ImageHeader *header = dram(IMAGE_BASE);
+    if (header->magic != IMAGE_MAGIC || header->version != IMAGE_VERSION) {
+        uart_puts("error: no model image of this version\n");
+        return RUN_BAD_IMAGE;
+    }
+    RunRecord *record = dram(header->results);
+    LayerResult *results = (LayerResult *)(record + 1);
+    record->done = 0;
+    record->layer = 0;
+    if (run->flags & 1) {
+        uint64_t start = cycles();
+        uint32_t a, b;
+        image_checksum(IMAGE_BASE + CHECKSUM_FROM, IMAGE_BASE + header->data_bytes, &a, &b);
+        record->check_cycles = cycles() - start;
+        if (a != header->checksum_a || b != header->checksum_b) {
+            uart_puts("error: the image's checksum does not match: refused\n");
+            return finish(record, RUN_BAD_CHECKSUM);
+        }
+    }
+    if (header->accels != sysctrl_read(SYSCTRL_ACCELS)
+        || header->kinds != sysctrl_read(SYSCTRL_KINDS)) {
+        uart_puts("error: the image was compiled for other accelerators\n");
+        return finish(record, RUN_WRONG_BUILD);
+    }
+    const LayerEntry *layers = dram(header->layers);
+    uint64_t run_start = cycles();
+    for (uint32_t i = 0; i < header->layer_count; ++i) {
+        /* the entry and the result stay on chip between the bus counter reads, so that the
+           counters see the layer's own traffic only (the firmware runs from on-chip RAM) */
+        LayerEntry entry = layers[i];
+        const LayerEntry *e = &entry;
+        LayerResult result = {0};
+        LayerResult *r = &result;
+        record->layer = i;
+        progress(i + 1);
+        uint64_t read0 = sysctrl_read64(SYSCTRL_BUS_READ);
+        uint64_t written0 = sysctrl_read64(SYSCTRL_BUS_WRITTEN);
+        uint64_t start = cycles();
+        uint32_t failed = RUN_OK;
+        if (e->engine == ENGINE_PROCESSOR) {
+            if (!run_processor(e)) failed = RUN_BAD_LAYER;
+            r->cycles = cycles() - start;
+        } else {
+            unsigned k = e->engine - ENGINE_ACCEL0;
+            uint32_t status = run_accelerator(k, e, r);
+            r->cycles = cycles() - start;
+            read_counters(k, r);
+            if (status >> ACC_STATUS_ERROR_SHIFT & ACC_STATUS_ERROR_MASK) {
+                record->code = status >> ACC_STATUS_CODE_SHIFT & ACC_STATUS_CODE_MASK;
+                record->index = accel_read(k, ACC_ERR_INDEX);
+                failed = RUN_ACCEL_ERROR;
+            }
+        }
+        r->bus_read = sysctrl_read64(SYSCTRL_BUS_READ) - read0;
+        r->bus_written = sysctrl_read64(SYSCTRL_BUS_WRITTEN) - written0;
+        results[i] = result;
+        if (failed == RUN_BAD_LAYER) {
+            uart_puts("error: layer ");
+            uart_puts((const char *)dram(e->name));
+            uart_puts(": no processor kernel for its op\n");
+            return finish(record, failed);
+        }
+        if (failed == RUN_ACCEL_ERROR) {
+            uart_puts("error: layer ");
+            uart_puts((const char *)dram(e->name));
+            uart_puts(": accelerator ");
+            uart_put_udec(e->engine - ENGINE_ACCEL0);
+            uart_puts(" stopped with error code ");
+            uart_put_udec(record->code);
+            uart_puts(" at descriptor ");
+            uart_put_udec(record->index);
+            uart_putc('\n');
+            return finish(record, failed);
+        }
+        if (run->flags & 2) report_layer(i, e, r);
+    }
+    record->cycles = cycles() - run_start;
+    record->layer = header->layer_count;
+    return finish(record, RUN_OK);
+}

@@ -1,0 +1,293 @@
+// Verilator harness of the Tessera SoC (hdl/soc/soc.py): the external memory as an AXI4
+// subordinate, the UART's receiver, the exit and progress words. Built and run by sim/soc_sim.py.
+//
+// Usage: soc_sim JOB
+// JOB is a text file of commands, one per line:
+//   dram BYTES                     size of the external memory (a power of two)
+//   load OFFSET FILE               copy FILE into external memory at OFFSET
+//   dump OFFSET LENGTH FILE        after the run, write LENGTH bytes from OFFSET to FILE
+//   result FILE                    where the run's results go (key value lines)
+//   uart FILE                      where the UART's output goes (also echoed to stderr with
+//                                  "uart" set in verbose)
+//   divisor CYCLES                 UART clock cycles per bit (the firmware's setting)
+//   max_cycles N                   stop with a timeout after N cycles
+//   latency CYCLES                 cycles from a request to its first response beat
+//   pause PROBABILITY SEED         random back-pressure: each cycle each channel of the memory
+//                                  pauses (ready or valid low) with PROBABILITY
+//   fault OFFSET LENGTH            accesses touching these bytes answer SLVERR
+//   progress                       print "progress N" to stdout whenever PROGRESS changes
+//   vcd FILE                       dump a waveform (only when built with tracing)
+//
+// The memory answers AXI4 INCR bursts, narrow (xSIZE < 3) or not, reads and writes
+// independently, up to 16 requests of each kind in flight, reads in order of their requests.
+// Addresses beyond the memory answer DECERR.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "Vsoc.h"
+#include "verilated.h"
+#if VM_TRACE
+#include "verilated_vcd_c.h"
+#endif
+
+#define MEM(x) top->mem___05F##x
+
+namespace {
+
+struct Burst {
+    uint64_t addr;
+    unsigned beats;
+    unsigned size;      // log2 bytes per beat
+    unsigned id;
+    uint64_t ready_at;  // first cycle the response may start
+    unsigned done = 0;  // beats answered (reads) or received (writes)
+    bool error = false;
+};
+
+struct Rng {  // xorshift64*, deterministic across platforms
+    uint64_t s;
+    explicit Rng(uint64_t seed) : s(seed * 2654435761u + 0x9E3779B97F4A7C15ull) {}
+    uint64_t next() {
+        s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+        return s * 2685821657736338717ull;
+    }
+    bool chance(double p) { return p > 0 && (next() >> 11) * (1.0 / 9007199254740992.0) < p; }
+};
+
+struct Job {
+    uint64_t dram = 1 << 24;
+    std::vector<std::pair<uint64_t, std::string>> loads;
+    struct Dump { uint64_t offset, length; std::string file; };
+    std::vector<Dump> dumps;
+    std::vector<std::pair<uint64_t, uint64_t>> faults;
+    std::string result = "result.txt", uart = "uart.txt", vcd;
+    unsigned divisor = 868;
+    uint64_t max_cycles = 100000000;
+    unsigned latency = 2;
+    double pause = 0;
+    uint64_t seed = 1;
+    bool progress = false;
+};
+
+Job read_job(const char *path) {
+    Job job;
+    std::ifstream in(path);
+    if (!in) { fprintf(stderr, "soc_sim: cannot read %s\n", path); exit(2); }
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream words(line);
+        std::string key;
+        if (!(words >> key)) continue;
+        if (key == "dram") words >> job.dram;
+        else if (key == "load") { uint64_t o; std::string f; words >> o >> f; job.loads.push_back({o, f}); }
+        else if (key == "dump") { Job::Dump d; words >> d.offset >> d.length >> d.file; job.dumps.push_back(d); }
+        else if (key == "fault") { uint64_t o, n; words >> o >> n; job.faults.push_back({o, n}); }
+        else if (key == "result") words >> job.result;
+        else if (key == "uart") words >> job.uart;
+        else if (key == "vcd") words >> job.vcd;
+        else if (key == "divisor") words >> job.divisor;
+        else if (key == "max_cycles") words >> job.max_cycles;
+        else if (key == "latency") words >> job.latency;
+        else if (key == "pause") words >> job.pause >> job.seed;
+        else if (key == "progress") job.progress = true;
+        else { fprintf(stderr, "soc_sim: unknown job line: %s\n", line.c_str()); exit(2); }
+    }
+    return job;
+}
+
+// Decodes 8N1 frames from the UART's transmit line.
+struct UartReceiver {
+    unsigned divisor;
+    int state = -1;      // -1 idle, else bit cycles counted
+    unsigned count = 0, bits = 0, value = 0;
+    std::string text;
+    void step(bool line) {
+        if (state < 0) {
+            if (!line) { state = 0; count = 0; bits = 0; value = 0; }
+            return;
+        }
+        ++count;
+        // sample bit b in the middle of its period: start bit at divisor/2, then every divisor
+        if (count == divisor / 2 + divisor * (bits + 1)) {
+            if (bits < 8) { value |= (line ? 1u : 0u) << bits; ++bits; }
+            else { text.push_back(static_cast<char>(value)); state = -1; }
+        }
+    }
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: soc_sim JOB\n"); return 2; }
+    Verilated::commandArgs(1, argv);
+    Job job = read_job(argv[1]);
+    std::vector<uint8_t> dram(job.dram, 0);
+    for (auto &[offset, file] : job.loads) {
+        std::ifstream in(file, std::ios::binary);
+        if (!in) { fprintf(stderr, "soc_sim: cannot read %s\n", file.c_str()); return 2; }
+        std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+        if (offset + bytes.size() > dram.size()) {
+            fprintf(stderr, "soc_sim: %s does not fit the memory at %llu\n", file.c_str(),
+                    (unsigned long long)offset);
+            return 2;
+        }
+        memcpy(&dram[offset], bytes.data(), bytes.size());
+    }
+
+    auto *top = new Vsoc;
+#if VM_TRACE
+    VerilatedVcdC *trace = nullptr;
+    if (!job.vcd.empty()) {
+        Verilated::traceEverOn(true);
+        trace = new VerilatedVcdC;
+        top->trace(trace, 99);
+        trace->open(job.vcd.c_str());
+    }
+#endif
+    Rng rng(job.seed);
+    UartReceiver uart{job.divisor};
+    std::deque<Burst> reads, writes, responses;
+    std::deque<std::pair<uint64_t, uint8_t>> wdata;   // beats received ahead of their burst
+    const unsigned max_outstanding = 16;
+    uint64_t cycle = 0, bytes_read[16] = {0}, bytes_written[16] = {0};
+    uint32_t progress = 0;
+    int exit_code = -1;
+    bool timeout = false;
+
+    auto faulty = [&](uint64_t addr, unsigned n) {
+        if (addr + n > dram.size()) return true;
+        for (auto &[o, len] : job.faults)
+            if (addr < o + len && o < addr + n) return true;
+        return false;
+    };
+    auto beat_addr = [](const Burst &b, unsigned i) {
+        return (b.addr & ~uint64_t((1u << b.size) - 1)) + (uint64_t(i) << b.size);
+    };
+
+    top->clk = 0;
+    top->rst = 1;
+    top->uart_rx = 1;
+    for (int i = 0; i < 4; ++i) { top->clk = 1; top->eval(); top->clk = 0; top->eval(); }
+    top->rst = 0;
+
+    while (true) {
+        // drive the memory's outputs for this cycle
+        bool ar_pause = rng.chance(job.pause), aw_pause = rng.chance(job.pause);
+        bool w_pause = rng.chance(job.pause), r_pause = rng.chance(job.pause);
+        bool b_pause = rng.chance(job.pause);
+        MEM(arready) = !ar_pause && reads.size() < max_outstanding;
+        MEM(awready) = !aw_pause && writes.size() < max_outstanding;
+        MEM(wready) = !w_pause && wdata.size() < 64;
+        Burst *r = reads.empty() ? nullptr : &reads.front();
+        bool r_valid = r && cycle >= r->ready_at && !r_pause;
+        MEM(rvalid) = r_valid;
+        if (r) {
+            uint64_t a = beat_addr(*r, r->done) & ~uint64_t(7);
+            bool bad = faulty(a, 8);
+            uint64_t word = 0;
+            if (!bad) memcpy(&word, &dram[a], 8);
+            MEM(rdata) = word;
+            MEM(rid) = r->id;
+            MEM(rresp) = bad ? (a + 8 > dram.size() ? 3 : 2) : 0;
+            MEM(rlast) = r->done + 1 == r->beats;
+        }
+        Burst *b = responses.empty() ? nullptr : &responses.front();
+        bool b_valid = b && cycle >= b->ready_at && !b_pause;
+        MEM(bvalid) = b_valid;
+        if (b) { MEM(bid) = b->id; MEM(bresp) = b->error ? 2 : 0; }
+
+        top->clk = 0;
+        top->eval();
+        // the handshakes of this cycle, sampled before the edge
+        bool ar_fire = MEM(arvalid) && MEM(arready);
+        bool aw_fire = MEM(awvalid) && MEM(awready);
+        bool w_fire = MEM(wvalid) && MEM(wready);
+        bool r_fire = r_valid && MEM(rready);
+        bool b_fire = b_valid && MEM(bready);
+        Burst ar{MEM(araddr), unsigned(MEM(arlen)) + 1, unsigned(MEM(arsize)), unsigned(MEM(arid)),
+                 cycle + job.latency};
+        Burst aw{MEM(awaddr), unsigned(MEM(awlen)) + 1, unsigned(MEM(awsize)), unsigned(MEM(awid)),
+                 0};
+        uint64_t w_word = MEM(wdata);
+        uint8_t w_strobe = MEM(wstrb);
+        bool tx = top->uart_tx;
+        bool exit_now = top->exit_valid;
+        uint32_t code = top->exit_code, progress_now = top->progress;
+
+        top->clk = 1;
+        top->eval();
+#if VM_TRACE
+        if (trace) trace->dump(2 * cycle + 1);
+#endif
+        ++cycle;
+
+        uart.step(tx);
+        if (ar_fire) reads.push_back(ar);
+        if (aw_fire) writes.push_back(aw);
+        if (w_fire) wdata.push_back({w_word, w_strobe});
+        if (r_fire) {
+            bytes_read[r->id >> 1] += 8;
+            if (++r->done == r->beats) reads.pop_front();
+        }
+        if (b_fire) responses.pop_front();
+        // retire write beats in the order of the write requests
+        while (!writes.empty() && !wdata.empty()) {
+            Burst &w = writes.front();
+            auto [word, strobe] = wdata.front();
+            wdata.pop_front();
+            uint64_t a = beat_addr(w, w.done) & ~uint64_t(7);
+            if (faulty(a, 8)) w.error = true;
+            else
+                for (int i = 0; i < 8; ++i)
+                    if (strobe >> i & 1) { dram[a + i] = uint8_t(word >> (8 * i)); ++bytes_written[w.id >> 1]; }
+            if (++w.done == w.beats) {
+                w.ready_at = cycle + job.latency;
+                responses.push_back(w);
+                writes.pop_front();
+            }
+        }
+        if (progress_now != progress) {
+            progress = progress_now;
+            if (job.progress) { printf("progress %u\n", progress); fflush(stdout); }
+        }
+        if (exit_now) { exit_code = int(code); break; }
+        if (cycle >= job.max_cycles) { timeout = true; break; }
+    }
+    // let the UART finish a character in flight
+    for (unsigned i = 0; i < 12 * job.divisor && uart.state >= 0; ++i) {
+        top->clk = 0; top->eval(); bool tx = top->uart_tx; top->clk = 1; top->eval();
+        uart.step(tx);
+    }
+#if VM_TRACE
+    if (trace) trace->close();
+#endif
+    for (auto &d : job.dumps) {
+        std::ofstream out(d.file, std::ios::binary);
+        if (d.offset + d.length > dram.size()) { fprintf(stderr, "soc_sim: dump beyond memory\n"); return 2; }
+        out.write(reinterpret_cast<const char *>(&dram[d.offset]), std::streamsize(d.length));
+    }
+    {
+        std::ofstream out(job.uart, std::ios::binary);
+        out << uart.text;
+    }
+    std::ofstream res(job.result);
+    res << "cycles " << cycle << "\n";
+    res << "exit_code " << exit_code << "\n";
+    res << "timeout " << (timeout ? 1 : 0) << "\n";
+    res << "progress " << progress << "\n";
+    for (int k = 0; k < 16; ++k)
+        if (bytes_read[k] || bytes_written[k])
+            res << "manager " << k << " " << bytes_read[k] << " " << bytes_written[k] << "\n";
+    top->final();
+    delete top;
+    return 0;
+}
