@@ -5,34 +5,8 @@
 
 #include "soc.h"
 
-#define INT32_MIN_ (-2147483647 - 1)
-#define INT32_MAX_ 2147483647
 
 /* ---- requantization arithmetic (hls_ref/quant.py) ---- */
-
-int32_t srdhm(int32_t a, int32_t b) {
-    if (a == INT32_MIN_ && b == INT32_MIN_) return INT32_MAX_;
-    int64_t product = (int64_t)a * b;
-    int64_t nudge = product >= 0 ? (1 << 30) : (1 - (1 << 30));
-    int64_t total = product + nudge;
-    /* C's truncating division, as gemmlowp */
-    int64_t quotient = total >= 0 ? total >> 31 : -((-total) >> 31);
-    return (int32_t)quotient;
-}
-
-int32_t rounding_divide_by_pot(int32_t x, int exponent) {
-    int32_t mask = (int32_t)((1u << exponent) - 1u);
-    int32_t remainder = x & mask;
-    int32_t threshold = (mask >> 1) + (x < 0);
-    return (x >> exponent) + (remainder > threshold);
-}
-
-int32_t multiply_by_quantized_multiplier(int32_t x, int32_t multiplier, int shift) {
-    int left = shift > 0 ? shift : 0;
-    int right = shift > 0 ? 0 : -shift;
-    /* a left shift wraps in int32, as in TFLite's C++ */
-    return rounding_divide_by_pot(srdhm((int32_t)((uint32_t)x << left), multiplier), right);
-}
 
 int32_t scale_by_double(int32_t x, double scale) {
     double product = (double)x * scale;
@@ -103,7 +77,6 @@ static inline int8_t *at(const tensor_t *t, uint32_t h, uint32_t w) {
 
 /* ---- per-channel requantization parameters, read once per layer ---- */
 
-#define MAX_CHANNELS 1024
 
 /* one channel's parameters together: a cache line serves two channels */
 typedef struct {
@@ -138,7 +111,15 @@ static inline uint32_t pack4(int32_t a, int32_t b, int32_t c, int32_t d) {
    acc[c] = sum over the window of x_raw * w + folded bias (padded positions hold the input
    zero point), as the accelerators compute it (docs/formats.md section 5). */
 
-static int8_t w_local[MAX_CHANNELS * 9] __attribute__((aligned(4)));
+
+/* scratch space on chip, used by one layer at a time */
+static union {
+    int8_t w_local[MAX_CHANNELS * 9];
+    int32_t pool_acc[MAX_CHANNELS];
+    int8_t fc_x[FC_MAX_INPUTS];
+    int32_t exps[SOFTMAX_MAX];
+} scratch __attribute__((aligned(4)));
+#define w_local scratch.w_local
 
 void depthwise_layer(const ConvParams *p) {
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
@@ -160,7 +141,34 @@ void depthwise_layer(const ConvParams *p) {
         for (uint32_t ow = 0; ow < out.w; ++ow) {
             int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;
             int8_t *y = at(&out, oh, ow);
-            /* four channels at a time, their sums in registers, one word per load */
+            int interior = ih0 >= 0 && iw0 >= 0 && ih0 + (int32_t)p->kernel_h <= (int32_t)in.h
+                           && iw0 + (int32_t)p->kernel_w <= (int32_t)in.w;
+            if (words && interior) {
+                /* the common case: the whole window inside, four channels per word */
+                const int8_t *x0 = at(&in, (uint32_t)ih0, (uint32_t)iw0);
+                for (uint32_t c = 0; c < channels; c += 4) {
+                    int32_t a0 = cp[c].bias, a1 = cp[c + 1].bias, a2 = cp[c + 2].bias;
+                    int32_t a3 = cp[c + 3].bias;
+                    const int8_t *w = wt + c;
+                    for (uint32_t i = 0; i < p->kernel_h; ++i) {
+                        const int8_t *x = x0 + i * in.rs + c;
+                        for (uint32_t j = 0; j < p->kernel_w; ++j) {
+                            uint32_t xv = *(const uint32_t *)x, wv = *(const uint32_t *)w;
+                            a0 += B0(xv) * B0(wv);
+                            a1 += B1(xv) * B1(wv);
+                            a2 += B2(xv) * B2(wv);
+                            a3 += B3(xv) * B3(wv);
+                            x += in.cs;
+                            w += channels;
+                        }
+                    }
+                    *(uint32_t *)(y + c) = pack4(requant(&q, cp, c, a0), requant(&q, cp, c + 1, a1),
+                                                 requant(&q, cp, c + 2, a2),
+                                                 requant(&q, cp, c + 3, a3));
+                }
+                continue;
+            }
+            /* at the borders: padded positions hold the input zero point */
             for (uint32_t c = 0; c < channels; c += words ? 4 : 1) {
                 int32_t a0 = cp[c].bias, a1 = 0, a2 = 0, a3 = 0;
                 if (words) {
@@ -179,18 +187,12 @@ void depthwise_layer(const ConvParams *p) {
                             continue;
                         }
                         uint32_t wv = *(const uint32_t *)w;
-                        if (inside) {
-                            uint32_t xv = *(const uint32_t *)(at(&in, ih, iw) + c);
-                            a0 += B0(xv) * B0(wv);
-                            a1 += B1(xv) * B1(wv);
-                            a2 += B2(xv) * B2(wv);
-                            a3 += B3(xv) * B3(wv);
-                        } else {
-                            a0 += pad * B0(wv);
-                            a1 += pad * B1(wv);
-                            a2 += pad * B2(wv);
-                            a3 += pad * B3(wv);
-                        }
+                        uint32_t xv = inside ? *(const uint32_t *)(at(&in, ih, iw) + c)
+                                             : (uint32_t)(uint8_t)pad * 0x01010101u;
+                        a0 += B0(xv) * B0(wv);
+                        a1 += B1(xv) * B1(wv);
+                        a2 += B2(xv) * B2(wv);
+                        a3 += B3(xv) * B3(wv);
                     }
                 }
                 if (words)
@@ -247,12 +249,10 @@ void conv2d_layer(const ConvParams *p) {
 
 /* ---- fully connected (hls_ref.layers.fully_connected), one row ---- */
 
-#define FC_MAX_INPUTS 4096
-
 void fc_layer(const FcParams *p) {
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     qblock_t q = qblock_open(dram(p->qblock));
-    static int8_t x[FC_MAX_INPUTS] __attribute__((aligned(4)));
+    int8_t *x = scratch.fc_x;
     uint32_t n = p->in_features;
     /* the input in logical (h, w, c) order, on chip: every output neuron reads all of it */
     uint32_t k = 0;
@@ -322,7 +322,7 @@ void add_layer(const AddParams *p) {
    For each output pixel the window's pixels are read in order, each one's channels a word at
    a time where they are word-aligned, into per-channel sums (or maxima) on chip. */
 
-static int32_t pool_acc[MAX_CHANNELS];
+#define pool_acc scratch.pool_acc
 
 static void pool(const PoolParams *p, int average) {
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
@@ -415,11 +415,9 @@ static int32_t one_over_one_plus_x(int32_t a) {
     return saturating_shift_left(x >> 1, 2);
 }
 
-#define SOFTMAX_MAX 1024
-
 void softmax_layer(const SoftmaxParams *p) {
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
-    static int32_t exps[SOFTMAX_MAX];
+    int32_t *exps = scratch.exps;
     int32_t qmin = -(1 << (p->out_bits - 1)), qmax = (1 << (p->out_bits - 1)) - 1;
     for (uint32_t h = 0; h < in.h; ++h)
         for (uint32_t w = 0; w < in.w; ++w) {

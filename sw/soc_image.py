@@ -407,8 +407,20 @@ def _refuse_unsupported(graph):
         if isinstance(op, g.DepthwiseConv2D) and op.depth_multiplier != 1:
             problems.append(f"{op.name}: depth multiplier {op.depth_multiplier} is not "
                             "supported")
-        if isinstance(op, g.Softmax) and len(graph.tensor(op.output).shape) > 4:
-            problems.append(f"{op.name}: softmax over a tensor of rank > 4")
+        out = graph.tensor(op.output)
+        channels = out.shape[-1] if out.shape else 1
+        if isinstance(op, g.Softmax) and channels > fmt.SOFTMAX_MAX:
+            problems.append(f"{op.name}: softmax over {channels} values; the processor's "
+                            f"kernel takes at most {fmt.SOFTMAX_MAX}")
+        if (isinstance(op, g.Conv2D | g.DepthwiseConv2D | g.AveragePool2D | g.MaxPool2D)
+                and channels > fmt.MAX_CHANNELS):
+            problems.append(f"{op.name}: {channels} channels; the processor's kernels take at "
+                            f"most {fmt.MAX_CHANNELS}")
+        if isinstance(op, g.FullyConnected):
+            inputs = graph.tensor(op.inputs[1]).shape[1]
+            if inputs > fmt.FC_MAX_INPUTS:
+                problems.append(f"{op.name}: {inputs} inputs; the processor's kernel takes at "
+                                f"most {fmt.FC_MAX_INPUTS}")
     if problems:
         raise ImageError("the model cannot run on the SoC:\n  " + "\n  ".join(problems))
 

@@ -13,7 +13,8 @@ CONFIGURATIONS = {
 }
 
 
-@pytest.mark.parametrize("config", list(CONFIGURATIONS))
+@pytest.mark.parametrize("config", [
+    "axi_ic_m3", pytest.param("axi_ic_m2_d1", marks=pytest.mark.slow)])
 def test_interconnect(sim, config):
     design = Design(config, "hdl.soc.interconnect:AxiInterconnect", CONFIGURATIONS[config])
     assert run_cocotb(design, "tests.cocotb.tb_interconnect", sim=sim) == 2

@@ -1,5 +1,6 @@
 /* Micro-benchmark of the processor: cycles per loop iteration of loads from external memory
    and from the on-chip RAM, and of arithmetic. Prints one line per case. */
+#include "kernels.h"
 #include "soc.h"
 
 static int8_t local[1024];
@@ -90,6 +91,13 @@ int main(void) {
         s4 += (xv >> 3) ^ (xv << 5) ^ (xv >> 11) ^ (xv << 13);
     }
     report("dram_lw_alu_loop", cycles() - t);
+    volatile int32_t mult = 1234567890, sh = -7;
+    t = cycles();
+    for (int i = 0; i < N; ++i) s4 += (uint32_t)multiply_by_quantized_multiplier(i * 1000, mult, sh);
+    report("mbqm_loop", cycles() - t);
+    t = cycles();
+    for (int i = 0; i < N; ++i) s4 += (uint32_t)srdhm(i * 1000, mult);
+    report("srdhm_loop", cycles() - t);
     sum += (int32_t)s4;
     sum += acc[0] + acc[1] + acc[2] + acc[3];
     return sum == 12345 ? 1 : 0;

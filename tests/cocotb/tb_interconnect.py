@@ -155,7 +155,7 @@ async def random_traffic(dut):
         for master in masters:
             set_pauses(master, flow, probability)
         tasks = [cocotb.start_soon(manager_traffic(k, masters[k], model, busy,
-                                                   random.Random(rng.random()), 25, managers))
+                                                   random.Random(rng.random()), 15, managers))
                  for k in range(managers)]
         for task in tasks:
             await task

@@ -1,0 +1,56 @@
+"""The SoC's configuration, address map, boot ROM and generated headers (no simulation)."""
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from hdl.soc.accelerators import build_accelerator
+from hdl.soc.boot import BOOT_SOURCE, boot_program
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, SocConfig
+from hls_ref.image import c_header as image_header
+from hls_ref.soc_map import SYSCTRL, c_header, linker_script, reg
+
+
+def test_soc_config_round_trips_and_checks_its_fields():
+    assert SocConfig.from_dict(DEFAULT_SOC.as_dict()) == DEFAULT_SOC
+    assert DEFAULT_SOC.kinds() == ("conv2d",) and DEFAULT_SOC.find("conv2d") == [0]
+    with pytest.raises(ValueError, match=r"^accelerators must be \(kind, AcceleratorConfig\) "
+                                         r"pairs with kind one of conv2d, depthwise, fc, not "):
+        SocConfig(accelerators=(("pool", DEFAULT_CONFIG),))
+    with pytest.raises(ValueError, match=r"^ram_bytes must be a power of two from 4096 to "
+                                         r"524288, not 5000$"):
+        SocConfig(ram_bytes=5000)
+    with pytest.raises(ValueError, match=r"^uart_divisor must be an integer from 5 to 65535"):
+        SocConfig(uart_divisor=2)
+
+
+def test_kinds_without_rtl_are_refused_with_the_way_out():
+    with pytest.raises(ValueError, match=r"no RTL implements a fc accelerator yet .*the "
+                                         r"processor runs those layers"):
+        build_accelerator("fc", DEFAULT_CONFIG)
+
+
+def test_boot_program_equals_the_assembler_output(tmp_path):
+    source = tmp_path / "boot.S"
+    source.write_text(".text\n.globl _start\n_start:\n" + BOOT_SOURCE)
+    zig = [sys.executable, "-m", "ziglang"]
+    subprocess.run([*zig, "cc", "-target", "riscv32-freestanding-none",
+                    "-mcpu=generic_rv32+m", "-c", str(source), "-o", str(tmp_path / "boot.o")],
+                   check=True)
+    subprocess.run([*zig, "objcopy", "-O", "binary", str(tmp_path / "boot.o"),
+                    str(tmp_path / "boot.bin")], check=True)
+    data = (tmp_path / "boot.bin").read_bytes()
+    words = list(struct.unpack(f"<{len(data) // 4}I", data))
+    assert words == boot_program()[:len(words)]
+
+
+def test_generated_headers_describe_the_build():
+    header = c_header(DEFAULT_SOC)
+    assert f"#define SYSCTRL_EXIT 0x{reg(SYSCTRL, 'EXIT').offset:08x}u" in header
+    assert "#define ACC_CTRL_IRQ_ENABLE_SHIFT 8" in header
+    assert "#define ACCEL0_KIND 0x00000001u" in header
+    assert "RAM_BYTES = 0x00020000;" in linker_script(DEFAULT_SOC)
+    text = image_header()
+    assert "_Static_assert(sizeof(LayerResult) == 64" in text
