@@ -89,20 +89,13 @@ def run_model(model, backend="golden", input_path=None, output_path=None, dump_d
     if reference is not None:
         out(f"LiteRT reference kernels: {mismatches} mismatching elements over "
             f"{sum(r.output.size for r in runs):,} in {len(runs)} layer outputs")
-    if output_path is not None:
-        np.save(output_path, y)
-        out(f"wrote {output_path}")
-    if dump_dir is not None:
-        directory = Path(dump_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / "input.npy", x)
-        for run in runs:
-            np.save(directory / f"{run.op.name}.npy", run.output)
-        out(f"wrote {len(runs) + 1} tensors to {directory}/")
+    _save_outputs(out, x, y, {run.op.name: run.output for run in runs}, output_path, dump_dir)
     return mismatches
 
 
 def _save_outputs(out, x, y, tensors, output_path, dump_dir):
+    """Write the output (``--output``) and the input and every layer's output, by layer name
+    (``--dump-layers``): the same files whatever the backend."""
     if output_path is not None:
         np.save(output_path, y)
         out(f"wrote {output_path}")
@@ -194,5 +187,7 @@ def run_model_rtl(model, *, input_path=None, output_path=None, dump_dir=None, se
 
         plot_layers(image, run, plot)
         out(f"wrote {plot}")
-    _save_outputs(out, x, y, run.tensors, output_path, dump_dir)
+    by_layer = {layer.name: run.tensors[layer.output] for layer in image.layers
+                if layer.output in run.tensors}
+    _save_outputs(out, x, y, by_layer, output_path, dump_dir)
     return mismatches + golden_mismatch

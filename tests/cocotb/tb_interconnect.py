@@ -122,23 +122,17 @@ async def manager_traffic(index, master, model, busy, rng, count, managers):
 quiet = []
 
 
-@cocotb.test()
-async def random_traffic(dut):
-    """All managers at once, heavy then light pauses on every channel."""
+async def setup(dut, **master_options):
+    """Clock, an AxiRam on the subordinate port, an AxiMaster on every manager port, reset,
+    the monitor; returns (managers, ram, masters, monitor)."""
     component = Design.from_env().build()
     managers = len(component.managers)
     id_width = component.managers[0].arid.shape().width
-    rng = random.Random(cocotb.RANDOM_SEED)
-    flow = random.Random(cocotb.RANDOM_SEED + 1)
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    memory_bytes = managers * REGION_BYTES
     ram = AxiRam(AxiBus.from_prefix(dut, "sub", bus_separator="__"), dut.clk, dut.rst,
-                 size=memory_bytes)
-    initial = rng.randbytes(memory_bytes)
-    ram.write(0, initial)
-    model = bytearray(initial)
+                 size=managers * REGION_BYTES)
     masters = [AxiMaster(AxiBus.from_prefix(dut, f"managers__{k}", bus_separator="__"),
-                         dut.clk, dut.rst) for k in range(managers)]
+                         dut.clk, dut.rst, **master_options) for k in range(managers)]
     for unit in (ram, *masters):
         for interface in (unit.read_if, unit.write_if):
             interface.log.setLevel(logging.WARNING)
@@ -147,6 +141,19 @@ async def random_traffic(dut):
     dut.rst.value = 0
     monitor = SubordinateMonitor(dut, managers, id_width)
     cocotb.start_soon(monitor.run())
+    return managers, ram, masters, monitor
+
+
+@cocotb.test()
+async def random_traffic(dut):
+    """All managers at once, heavy then light pauses on every channel."""
+    rng = random.Random(cocotb.RANDOM_SEED)
+    flow = random.Random(cocotb.RANDOM_SEED + 1)
+    managers, ram, masters, monitor = await setup(dut)
+    memory_bytes = managers * REGION_BYTES
+    initial = rng.randbytes(memory_bytes)
+    ram.write(0, initial)
+    model = bytearray(initial)
     quiet.clear()
     quiet.extend(Event() for _ in range(managers))
     busy = [0] * managers
@@ -172,22 +179,7 @@ async def fair_full_rate(dut):
     """Every manager reads 4 KiB in 16-beat bursts at once from a memory without pauses: the
     subordinate's read data channel stays busy (one beat per cycle but for the first request's
     latency) and every manager gets all its bytes."""
-    component = Design.from_env().build()
-    managers = len(component.managers)
-    id_width = component.managers[0].arid.shape().width
-    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    ram = AxiRam(AxiBus.from_prefix(dut, "sub", bus_separator="__"), dut.clk, dut.rst,
-                 size=managers * REGION_BYTES)
-    masters = [AxiMaster(AxiBus.from_prefix(dut, f"managers__{k}", bus_separator="__"),
-                         dut.clk, dut.rst, max_burst_len=16) for k in range(managers)]
-    for unit in (ram, *masters):
-        for interface in (unit.read_if, unit.write_if):
-            interface.log.setLevel(logging.WARNING)
-    dut.rst.value = 1
-    await ClockCycles(dut.clk, 3)
-    dut.rst.value = 0
-    monitor = SubordinateMonitor(dut, managers, id_width)
-    cocotb.start_soon(monitor.run())
+    managers, _, masters, monitor = await setup(dut, max_burst_len=16)
     beats = 4096 // 8
     start = cocotb.utils.get_sim_time("ns")
     tasks = [cocotb.start_soon(masters[k].read(k * REGION_BYTES, 8 * beats))
