@@ -121,7 +121,10 @@ static union {
 } scratch __attribute__((aligned(4)));
 #define w_local scratch.w_local
 
-void depthwise_layer(const ConvParams *p) {
+void depthwise_layer(const ConvParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const ConvParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     const int8_t *weights = dram(p->weights);
     qblock_t q = qblock_open(dram(p->qblock));
@@ -208,7 +211,10 @@ void depthwise_layer(const ConvParams *p) {
 
 /* ---- 2D convolution (hls_ref.layers.conv2d): for processor-only builds ---- */
 
-void conv2d_layer(const ConvParams *p) {
+void conv2d_layer(const ConvParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const ConvParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     const int8_t *weights = dram(p->weights);
     qblock_t q = qblock_open(dram(p->qblock));
@@ -249,7 +255,10 @@ void conv2d_layer(const ConvParams *p) {
 
 /* ---- fully connected (hls_ref.layers.fully_connected), one row ---- */
 
-void fc_layer(const FcParams *p) {
+void fc_layer(const FcParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const FcParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     qblock_t q = qblock_open(dram(p->qblock));
     int8_t *x = scratch.fc_x;
@@ -295,7 +304,10 @@ static inline int32_t add_one(const AddParams *p, int32_t a, int32_t b) {
     return clamp(v, p->act_min, p->act_max);
 }
 
-void add_layer(const AddParams *p) {
+void add_layer(const AddParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const AddParams copy = *params, *p = &copy;
     tensor_t a = TENSOR(p, a), b = TENSOR(p, b), out = TENSOR(p, out);
     int ls = (int)p->left_shift;
     add_table(add_table_a, p->a_zero_point, ls, p->a_multiplier, p->a_shift);
@@ -324,7 +336,8 @@ void add_layer(const AddParams *p) {
 
 #define pool_acc scratch.pool_acc
 
-static void pool(const PoolParams *p, int average) {
+static void pool(const PoolParams *params, int average) {
+    const PoolParams copy = *params, *p = &copy;   /* on chip, as in the other layers */
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     uint32_t channels = out.c;
     int words = channels % 4 == 0 && in.cs % 4 == 0 && in.rs % 4 == 0;
@@ -415,7 +428,10 @@ static int32_t one_over_one_plus_x(int32_t a) {
     return saturating_shift_left(x >> 1, 2);
 }
 
-void softmax_layer(const SoftmaxParams *p) {
+void softmax_layer(const SoftmaxParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const SoftmaxParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     int32_t *exps = scratch.exps;
     int32_t qmin = -(1 << (p->out_bits - 1)), qmax = (1 << (p->out_bits - 1)) - 1;
@@ -458,7 +474,10 @@ void softmax_layer(const SoftmaxParams *p) {
 
 /* ---- copy: the same elements in another layout (a reshape) ---- */
 
-void copy_layer(const CopyParams *p) {
+void copy_layer(const CopyParams *params) {
+    /* an on-chip copy: the loops would read the fields from external memory again and
+       again (byte stores may alias them) */
+    const CopyParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     uint32_t n = in.h * in.w * in.c;
     for (uint32_t k = 0; k < n; ++k) {
