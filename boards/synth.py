@@ -20,7 +20,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hdl.target import Target
-from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, ICE40_CONFIG, SocConfig
 from sim.results import write_results_section
 from sim.toolchain import BUILD_ROOT, tool_env
 
@@ -114,6 +114,11 @@ BLOCKS = {
                           "ice40-up5k": f"conv2d accelerator, ICE40_CONFIG "
                                         f"({ICE40_CONFIG.pes} PEs)"}),
                True),
+    "soc_cpu": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict()}),
+                "SoC without accelerators: Minerva RV32IM (icache), 128 KiB RAM, UART, system "
+                "controller, AXI4 interconnect", True),
+    "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
+            "SoC: Minerva RV32IM + the 16-PE conv2d accelerator (DEFAULT_SOC)", True),
 }
 
 #: Extra nextpnr arguments of some blocks. ``conv2d`` on the ECP5-85F: with LUT-built PEs,

@@ -88,6 +88,17 @@ def cmd_bench(args):
         print(f"\nNVE code generator on the seed-003 networks (tessera nve report all "
               f"--simulate-bands {BENCH_BANDS}):")
         nve_ok = bench_report(args.write_results) == 0
+    soc_ok = True
+    soc_models = args.soc
+    if soc_models is None:
+        from .soc_bench import MODELS
+
+        soc_models = list(MODELS) if args.write_results else []
+    if soc_models:
+        from .soc_bench import soc_bench
+
+        print("\nWhole networks on the RTL SoC (Verilator):")
+        soc_ok = soc_bench(soc_models, write_results=args.write_results)
     comparisons, comparison_table = _compare_models(args.inputs)
     if args.write_results:
         from sim.results import write_results_section
@@ -104,7 +115,7 @@ def cmd_bench(args):
             comparison_table]))
         print("\nwrote docs/results.md")
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
-    ok = all(run.correct for run in runs) and exact and conv2d_exact and nve_ok
+    ok = all(run.correct for run in runs) and exact and conv2d_exact and nve_ok and soc_ok
     return 0 if ok else 1
 
 
@@ -144,12 +155,22 @@ def cmd_demo(args):
 
         print("\nA real ResNet-8 conv layer on the conv2d accelerator RTL (Verilator, 16 PEs):")
         layer_ok = demo_layer()
+    soc_ok = True
+    if args.soc:
+        from .soc_bench import demo_models
+
+        print("\nWhole MLPerf Tiny models on the RTL SoC (Minerva RV32IM + the 16-PE conv2d "
+              "accelerator, Verilator; first run: the SoC's build, about three minutes),\n"
+              "every layer compared with LiteRT's reference kernels:")
+        soc_ok = demo_models(args.soc)
     ok = all(run.correct for run in runs)
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
     print("\nall sums bit-exact" if ok else "\nMISMATCH against the golden model")
     if not layer_ok:
         print("MISMATCH between the conv2d RTL and the golden model")
-    ok = ok and layer_ok
+    print("whole models on the RTL SoC bit-exact with LiteRT, bus bytes as predicted"
+          if soc_ok else "MISMATCH on the RTL SoC (LiteRT or the predicted bus bytes)")
+    ok = ok and layer_ok and soc_ok
     print("golden models bit-exact with TFLite on every layer" if exact
           else "MISMATCH between the golden models and TFLite")
     ok = ok and exact
@@ -232,6 +253,13 @@ def main(argv=None):
                       help="skip the conv2d accelerator run (its Verilator build takes minutes)")
     demo.add_argument("--inputs", type=int, default=20,
                       help="random inputs per model for the TFLite comparison")
+    from .soc_bench import DEMO_MODELS
+    from .soc_bench import MODELS as SOC_MODELS
+
+    demo.add_argument("--soc", nargs="*", default=list(DEMO_MODELS), choices=SOC_MODELS,
+                      metavar="MODEL",
+                      help=f"whole models on the RTL SoC (default: {' '.join(DEMO_MODELS)}; "
+                           "none: skip)")
     demo.set_defaults(run=cmd_demo)
     bench = commands.add_parser("bench", help="cycle benchmarks from simulation")
     bench.add_argument("--channels", type=int, nargs="+", default=[64, 1024],
@@ -248,6 +276,9 @@ def main(argv=None):
     bench.add_argument("--nve", action=argparse.BooleanOptionalAction, default=None,
                        help="also compile the NVE networks and simulate row bands (about "
                             "30 s; default: with --write-results)")
+    bench.add_argument("--soc", nargs="*", default=None, choices=SOC_MODELS, metavar="MODEL",
+                       help="whole models on the RTL SoC (default: all four with "
+                            "--write-results, else none)")
     bench.add_argument("--write-results", action="store_true",
                        help="rewrite the benchmark section of docs/results.md")
     bench.set_defaults(run=cmd_bench)
