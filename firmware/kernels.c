@@ -8,15 +8,45 @@
 
 /* ---- requantization arithmetic (hls_ref/quant.py) ---- */
 
+/* round(double(x) * scale) with integer operations only (hls_ref.quant.
+   scale_by_double_integer): the exact product of |x| and the scale's 53-bit significand,
+   rounded to 53 significant bits (ties to even: the IEEE product), then to an integer (ties
+   away from zero). For a positive normal scale; about 15 times faster than soft float. */
 int32_t scale_by_double(int32_t x, double scale) {
-    double product = (double)x * scale;
-    int64_t whole = (int64_t)product;          /* truncates toward zero */
-    double rest = product - (double)whole;     /* exact */
-    if (rest >= 0.5) whole += 1;
-    else if (rest <= -0.5) whole -= 1;
-    if (whole > INT32_MAX_) return INT32_MAX_;
-    if (whole < INT32_MIN_) return INT32_MIN_;
-    return (int32_t)whole;
+    union {
+        double value;
+        uint64_t bits;
+    } u = {scale};
+    uint64_t significand = (u.bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int exponent = (int)(u.bits >> 52 & 0x7FF) - 1075;
+    uint32_t magnitude_x = x < 0 ? (uint32_t)(-(int64_t)x) : (uint32_t)x;
+    /* the product in 96 bits: hi:lo */
+    uint64_t p0 = (uint64_t)magnitude_x * (uint32_t)significand;
+    uint64_t p1 = (uint64_t)magnitude_x * (uint32_t)(significand >> 32);
+    uint64_t lo = p0 + (p1 << 32);
+    uint32_t hi = (uint32_t)(p1 >> 32) + (lo < p0);
+    int bits = hi ? 96 - __builtin_clz(hi) : lo ? 64 - __builtin_clzll(lo) : 0;
+    uint64_t kept = lo;
+    if (bits > 53) {
+        int drop = bits - 53;                       /* 1 to 31 */
+        kept = lo >> drop | (uint64_t)hi << (64 - drop);
+        uint64_t rest = lo & ((1ull << drop) - 1), half = 1ull << (drop - 1);
+        kept += rest > half || (rest == half && (kept & 1));
+        exponent += drop;
+    }
+    int64_t magnitude;
+    if (exponent >= 0) {
+        /* an integer part of 2^31 or more saturates (the output clamp is far below) */
+        magnitude = exponent > 30 || kept > ((uint64_t)INT32_MAX_ >> exponent)
+                        ? INT32_MAX_ : (int64_t)(kept << exponent);
+    } else {
+        int fraction_bits = -exponent;
+        uint64_t whole = fraction_bits >= 64 ? 0 : kept >> fraction_bits;
+        uint64_t first_dropped = fraction_bits > 64 ? 0 : kept >> (fraction_bits - 1) & 1;
+        magnitude = (int64_t)(whole + first_dropped);
+    }
+    if (magnitude > INT32_MAX_) magnitude = INT32_MAX_;
+    return (int32_t)(x < 0 ? -magnitude : magnitude);
 }
 
 static inline int32_t clamp(int32_t x, int32_t lo, int32_t hi) {
@@ -56,7 +86,8 @@ int32_t qblock_apply(const qblock_t *q, uint32_t channel, int32_t acc) {
         int shift = *(const int8_t *)(entry + 8);
         scaled = multiply_by_quantized_multiplier(acc, multiplier, shift);
     }
-    return clamp(scaled + q->zero_point, q->act_min, q->act_max);
+    int64_t v = (int64_t)scaled + q->zero_point;     /* cannot wrap */
+    return v < q->act_min ? q->act_min : v > q->act_max ? q->act_max : (int32_t)v;
 }
 
 /* ---- tensors ---- */

@@ -60,8 +60,10 @@ def arithmetic_vectors(seed=1):
         bits = int(np.array([scale]).view(np.uint64)[0])
         doubles.append((x, bits & 0xFFFF_FFFF, bits >> 32,
                         int(quant.scale_by_double(x, scale))))
-    doubles.append((-5, *(lambda b: (b & 0xFFFF_FFFF, b >> 32))(
-        int(np.array([0.5]).view(np.uint64)[0])), -3))
+    for x, scale in ((-5, 0.5), (5, 0.5), (quant.INT32_MAX, 0.999), (quant.INT32_MIN + 1, 0.75),
+                     (123456789, 3.0e-9), (-3, 2.0 ** -40), (7, 1.5)):
+        bits = int(np.array([scale]).view(np.uint64)[0])
+        doubles.append((x, bits & 0xFFFF_FFFF, bits >> 32, int(quant.scale_by_double(x, scale))))
     rows, width, stride = 6, 10, 16
     logits = rng.integers(-128, 128, (rows, width))
     logits[0] = 0
