@@ -152,6 +152,34 @@ static union {
 } scratch __attribute__((aligned(4)));
 #define w_local scratch.w_local
 
+/* a border pixel's padded window */
+static int8_t dw_padded[MAX_CHANNELS * 9] __attribute__((aligned(4)));
+
+/* One output pixel whose window lies inside the input: four channels per word, their sums
+   in registers (a function of its own, so that its loop keeps its values in registers). */
+static __attribute__((noinline)) void dw_window(const int8_t *x0, uint32_t cs, uint32_t rs,
+                                                const int8_t *wt, uint32_t channels,
+                                                uint32_t kh, uint32_t kw, const qblock_t *q,
+                                                const channel_params_t *cp, int8_t *y) {
+    for (uint32_t c = 0; c < channels; c += 4) {
+        int32_t a0 = cp[c].bias, a1 = cp[c + 1].bias, a2 = cp[c + 2].bias, a3 = cp[c + 3].bias;
+        const int8_t *w = wt + c;
+        const int8_t *row = x0 + c;
+        for (uint32_t i = 0; i < kh; ++i, row += rs) {
+            const int8_t *x = row;
+            for (uint32_t j = 0; j < kw; ++j, x += cs, w += channels) {
+                uint32_t xv = *(const uint32_t *)x, wv = *(const uint32_t *)w;
+                a0 += B0(xv) * B0(wv);
+                a1 += B1(xv) * B1(wv);
+                a2 += B2(xv) * B2(wv);
+                a3 += B3(xv) * B3(wv);
+            }
+        }
+        *(uint32_t *)(y + c) = pack4(requant(q, cp, c, a0), requant(q, cp, c + 1, a1),
+                                     requant(q, cp, c + 2, a2), requant(q, cp, c + 3, a3));
+    }
+}
+
 void depthwise_layer(const ConvParams *params) {
     /* an on-chip copy: the loops would read the fields from external memory again and
        again (byte stores may alias them) */
@@ -178,63 +206,39 @@ void depthwise_layer(const ConvParams *params) {
             int interior = ih0 >= 0 && iw0 >= 0 && ih0 + (int32_t)p->kernel_h <= (int32_t)in.h
                            && iw0 + (int32_t)p->kernel_w <= (int32_t)in.w;
             if (words && interior) {
-                /* the common case: the whole window inside, four channels per word */
-                const int8_t *x0 = at(&in, (uint32_t)ih0, (uint32_t)iw0);
-                for (uint32_t c = 0; c < channels; c += 4) {
-                    int32_t a0 = cp[c].bias, a1 = cp[c + 1].bias, a2 = cp[c + 2].bias;
-                    int32_t a3 = cp[c + 3].bias;
-                    const int8_t *w = wt + c;
-                    for (uint32_t i = 0; i < p->kernel_h; ++i) {
-                        const int8_t *x = x0 + i * in.rs + c;
-                        for (uint32_t j = 0; j < p->kernel_w; ++j) {
-                            uint32_t xv = *(const uint32_t *)x, wv = *(const uint32_t *)w;
-                            a0 += B0(xv) * B0(wv);
-                            a1 += B1(xv) * B1(wv);
-                            a2 += B2(xv) * B2(wv);
-                            a3 += B3(xv) * B3(wv);
-                            x += in.cs;
-                            w += channels;
-                        }
-                    }
-                    *(uint32_t *)(y + c) = pack4(requant(&q, cp, c, a0), requant(&q, cp, c + 1, a1),
-                                                 requant(&q, cp, c + 2, a2),
-                                                 requant(&q, cp, c + 3, a3));
-                }
+                dw_window(at(&in, (uint32_t)ih0, (uint32_t)iw0), in.cs, in.rs, wt, channels,
+                          p->kernel_h, p->kernel_w, &q, cp, y);
                 continue;
             }
-            /* at the borders: padded positions hold the input zero point */
-            for (uint32_t c = 0; c < channels; c += words ? 4 : 1) {
-                int32_t a0 = cp[c].bias, a1 = 0, a2 = 0, a3 = 0;
-                if (words) {
-                    a1 = cp[c + 1].bias;
-                    a2 = cp[c + 2].bias;
-                    a3 = cp[c + 3].bias;
-                }
+            if (words && p->kernel_h * p->kernel_w * channels <= sizeof dw_padded) {
+                /* at a border: the window with its padding (the input zero point), on chip */
+                uint32_t pad4 = (uint32_t)(uint8_t)pad * 0x01010101u;
+                uint32_t *dst = (uint32_t *)dw_padded;
                 for (uint32_t i = 0; i < p->kernel_h; ++i) {
                     int32_t ih = ih0 + (int32_t)i;
                     for (uint32_t j = 0; j < p->kernel_w; ++j) {
                         int32_t iw = iw0 + (int32_t)j;
-                        const int8_t *w = wt + (i * p->kernel_w + j) * channels + c;
                         int inside = ih >= 0 && iw >= 0 && ih < (int32_t)in.h && iw < (int32_t)in.w;
-                        if (!words) {
-                            a0 += (inside ? at(&in, ih, iw)[c] : pad) * w[0];
-                            continue;
-                        }
-                        uint32_t wv = *(const uint32_t *)w;
-                        uint32_t xv = inside ? *(const uint32_t *)(at(&in, ih, iw) + c)
-                                             : (uint32_t)(uint8_t)pad * 0x01010101u;
-                        a0 += B0(xv) * B0(wv);
-                        a1 += B1(xv) * B1(wv);
-                        a2 += B2(xv) * B2(wv);
-                        a3 += B3(xv) * B3(wv);
+                        const uint32_t *src = inside ? (const uint32_t *)at(&in, ih, iw) : 0;
+                        for (uint32_t c = 0; c < channels / 4; ++c) *dst++ = src ? src[c] : pad4;
                     }
                 }
-                if (words)
-                    *(uint32_t *)(y + c) = pack4(requant(&q, cp, c, a0), requant(&q, cp, c + 1, a1),
-                                                 requant(&q, cp, c + 2, a2),
-                                                 requant(&q, cp, c + 3, a3));
-                else
-                    y[c] = (int8_t)requant(&q, cp, c, a0);
+                dw_window(dw_padded, channels, p->kernel_w * channels, wt, channels, p->kernel_h,
+                          p->kernel_w, &q, cp, y);
+                continue;
+            }
+            /* one channel at a time (channel counts that are not a multiple of four) */
+            for (uint32_t c = 0; c < channels; ++c) {
+                int32_t acc = cp[c].bias;
+                for (uint32_t i = 0; i < p->kernel_h; ++i) {
+                    int32_t ih = ih0 + (int32_t)i;
+                    for (uint32_t j = 0; j < p->kernel_w; ++j) {
+                        int32_t iw = iw0 + (int32_t)j;
+                        int inside = ih >= 0 && iw >= 0 && ih < (int32_t)in.h && iw < (int32_t)in.w;
+                        acc += (inside ? at(&in, ih, iw)[c] : pad) * wt[(i * p->kernel_w + j) * channels + c];
+                    }
+                }
+                y[c] = (int8_t)requant(&q, cp, c, acc);
             }
         }
     }
