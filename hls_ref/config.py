@@ -147,7 +147,7 @@ class SocConfig:
     """
 
     accelerators: tuple = (("conv2d", DEFAULT_CONFIG),)
-    ram_bytes: int = 128 * 1024
+    ram_bytes: int = 64 * 1024
     dram_bytes: int = 16 * 1024 * 1024
     cache_bytes: int = 4096
     clock_hz: int = 100_000_000

@@ -53,7 +53,7 @@ CHECKSUM_FROM = 16
 SECTION_ALIGN = 64
 #: Limits of the processor's kernels (their on-chip scratch space): channels of a
 #: convolution, depthwise or pooling layer, inputs of a fully connected layer, softmax width.
-MAX_CHANNELS = 1024
+MAX_CHANNELS = 512
 FC_MAX_INPUTS = 4096
 SOFTMAX_MAX = 1024
 

@@ -51,6 +51,6 @@ def test_generated_headers_describe_the_build():
     assert f"#define SYSCTRL_EXIT 0x{reg(SYSCTRL, 'EXIT').offset:08x}u" in header
     assert "#define ACC_CTRL_IRQ_ENABLE_SHIFT 8" in header
     assert "#define ACCEL0_KIND 0x00000001u" in header
-    assert "RAM_BYTES = 0x00020000;" in linker_script(DEFAULT_SOC)
+    assert "RAM_BYTES = 0x00010000;" in linker_script(DEFAULT_SOC)
     text = image_header()
     assert "_Static_assert(sizeof(LayerResult) == 64" in text
