@@ -9,9 +9,9 @@ __all__ = ["RTL_KINDS", "build_accelerator"]
 
 
 def _conv2d(config):
-    from ..conv2d import Conv2DAccelerator
+    from ..accelerator import Accelerator
 
-    return Conv2DAccelerator(config)
+    return Accelerator(config)
 
 
 #: Kinds with an RTL implementation today, and how to build one from its configuration.
