@@ -54,3 +54,18 @@ def test_generated_headers_describe_the_build():
     assert "RAM_BYTES = 0x00010000;" in linker_script(DEFAULT_SOC)
     text = image_header()
     assert "_Static_assert(sizeof(LayerResult) == 64" in text
+
+
+def test_two_accelerators_are_two_managers_and_two_register_windows():
+    from amaranth.hdl import Fragment
+
+    from hdl.soc.soc import Soc
+    from hls_ref.config import ICE40_CONFIG
+
+    config = SocConfig(accelerators=(("conv2d", ICE40_CONFIG), ("conv2d", ICE40_CONFIG)))
+    soc = Soc(config)
+    # manager 0 the processor, 1 and 2 the accelerators: two index bits above the 1-bit ID
+    assert soc.mem.arid.shape().width == 3
+    Fragment.get(soc, None)
+    header = c_header(config)
+    assert "#define ACCELS 0x00000002u" in header and "#define ACCEL1_KIND 0x00000001u" in header
