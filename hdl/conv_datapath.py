@@ -392,11 +392,6 @@ class ConvDatapath(wiring.Component):
 
         load_start = Signal()            # the loads of the front end's command begin
 
-        def let_go(accepted, code):
-            """Hand the descriptor back to the socket: accepted (loaded and queued), or
-            refused with ``code`` (0: stopped after a failed store)."""
-            return [self.desc.ready.eq(1), self.verdict.accepted.eq(accepted),
-                    self.verdict.code.eq(code)]
 
         with m.FSM(name="front") as front:
             with m.State("IDLE"):
@@ -446,7 +441,6 @@ class ConvDatapath(wiring.Component):
             ]
             with m.State("MUL"):
                 with m.If((mul_step == 0) & (mul_phase == 0) & (f_code != 0)):
-                    m.d.comb += let_go(0, f_code)
                     m.next = "IDLE"
                 with m.Elif(mul_phase != 2):
                     m.d.sync += mul_phase.eq(mul_phase + 1)
@@ -467,13 +461,11 @@ class ConvDatapath(wiring.Component):
             with m.State("DECIDE"):
                 # (the command's records are written whatever the decision, below)
                 with m.If(late_failed != 0):
-                    m.d.comb += let_go(0, first_code(late_checks, late_failed))
                     m.next = "IDLE"
                 with m.Else():
                     m.next = "BANK"
             with m.State("BANK"):
                 with m.If(write_fail):
-                    m.d.comb += let_go(0, 0)
                     m.next = "IDLE"
                 with m.Elif(load_start):
                     m.d.sync += [req_valid.eq(1), x_loader.cfg.bank.eq(f_bank),
@@ -498,14 +490,7 @@ class ConvDatapath(wiring.Component):
                     m.d.sync += q_bad.eq(load_q & ((loaded_q != d.out_c) | loaded_double))
                     m.next = "LOADED"
             with m.State("LOADED"):
-                with m.If(rd_err):
-                    m.d.comb += let_go(0, ErrorCode.AXI_READ)
-                    m.next = "IDLE"
-                with m.Elif(q_bad):
-                    m.d.comb += let_go(0, ErrorCode.BAD_QBLOCK)
-                    m.next = "IDLE"
-                with m.Elif(write_fail):
-                    m.d.comb += let_go(0, 0)
+                with m.If(rd_err | q_bad | write_fail):
                     m.next = "IDLE"
                 with m.Elif(~pend_valid):
                     m.d.sync += pend_valid.eq(1)
@@ -514,10 +499,34 @@ class ConvDatapath(wiring.Component):
                 # the descriptor is let go of (the socket moves to the next) and the front
                 # end's own state moves on a cycle after the hand-off, so that these
                 # registers' enable is the state, not the hand-off's conditions
-                m.d.comb += let_go(1, 0)
                 m.d.sync += [f_bank.eq(~f_bank),
                              acc_valid.eq(1), acc_h.eq(out_h), acc_w.eq(out_w)]
                 m.next = "IDLE"
+        # The descriptor is let go of -- accepted (loaded and queued) or refused with a code
+        # (0: stopped after a failed store) -- in the cycle the front end leaves for IDLE.
+        # Like every output of a datapath these are plain expressions, not assignments under
+        # the states: Icarus does not run an ``always @*`` block at time 0, and a datapath
+        # that a list never uses must not leave X on the socket's signals.
+        loaded = front.ongoing("LOADED")
+        refusals = [
+            (front.ongoing("MUL") & (mul_step == 0) & (mul_phase == 0) & (f_code != 0),
+             f_code),
+            (front.ongoing("DECIDE") & (late_failed != 0), first_code(late_checks, late_failed)),
+            (front.ongoing("BANK") & write_fail, 0),
+            (loaded & rd_err, ErrorCode.AXI_READ),
+            (loaded & ~rd_err & q_bad, ErrorCode.BAD_QBLOCK),
+            (loaded & ~rd_err & ~q_bad & write_fail, 0),
+        ]
+        code = Const(0, 8)
+        for refused, refused_code in reversed(refusals):
+            code = Mux(refused, refused_code, code)
+        accepted = front.ongoing("ADVANCE")
+        m.d.comb += [
+            self.desc.ready.eq(accepted | Cat(refused for refused, _ in refusals).any()),
+            self.verdict.accepted.eq(accepted),
+            self.verdict.code.eq(code),
+        ]
+
         # The multiplier's operands are loaded every cycle from the step's sources (which
         # hold still from the step's first cycle on), so their enable is no state decode.
         m.d.comb += [multiplier.x.eq(Array(a for a, _, _ in steps)[mul_step]),
@@ -758,7 +767,6 @@ class ConvDatapath(wiring.Component):
                     m.next = "RESPONSE"
             with m.State("RESPONSE"):
                 with m.If(self.wr_done.valid):
-                    m.d.comb += self.write_error.eq(self.wr_done.payload.err)
                     m.next = "IDLE"
         # Bank flags are set and cleared by different stages, possibly in the same cycle, so
         # each is updated by one assignment from its set and clear masks.
@@ -785,6 +793,7 @@ class ConvDatapath(wiring.Component):
             store_owns.eq(store_fsm.ongoing("STORE")),
             store_fsm_idle.eq(idle),
             self.wr_done.ready.eq(responding),
+            self.write_error.eq(responding & self.wr_done.valid & self.wr_done.payload.err),
             retire.eq((idle & stores.r_rdy & ~write_fail & ~head.q_flag)
                       | (responding & self.wr_done.valid & ~self.wr_done.payload.err)),
         ]

@@ -243,10 +243,10 @@ class CsrBank(wiring.Component):
         return m
 
 
-def csr_bank(config, kind="conv2d"):
-    """Return the :class:`CsrBank` of accelerator ``kind`` built from ``config``, an
+def csr_bank(config):
+    """Return the :class:`CsrBank` of the accelerator built from ``config``, an
     :class:`~hls_ref.config.AcceleratorConfig` or its :meth:`~AcceleratorConfig.as_dict`
     (so that it can be described in JSON)."""
     if not isinstance(config, AcceleratorConfig):
         config = AcceleratorConfig(**config)
-    return CsrBank(register_map(config, kind))
+    return CsrBank(register_map(config))

@@ -3,15 +3,22 @@
 The same object sizes the RTL's memories and loops, gives the invocation-level golden model its
 limits (:meth:`AcceleratorConfig.limits`) and gives the tiling compiler its capacity model
 (``sw.tiling.capacity``). ``docs/tiling.md`` lists what each field constrains.
+
+An accelerator is a socket with one or more datapaths (``docs/accelerator.md``): the conv2d
+datapath's parameters are the top-level fields (``conv`` says whether it is built), the other
+datapaths' are sections of their own (:class:`DepthwiseConfig`, :class:`FCConfig`), absent
+(None) when the build has no such datapath. :attr:`AcceleratorConfig.ops` lists the
+datapaths, in the order the socket holds them.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
+from .descriptor import Op
 from .formats import BEAT_BITS
 from .precision import Precision
 
 __all__ = ["ACCELERATOR_KINDS", "DEFAULT_CONFIG", "DEFAULT_SOC", "ICE40_CONFIG",
-           "AcceleratorConfig", "Limits", "SocConfig"]
+           "AcceleratorConfig", "DepthwiseConfig", "FCConfig", "Limits", "SocConfig"]
 
 ALL_PRECISIONS = tuple(Precision)
 
@@ -19,6 +26,46 @@ ALL_PRECISIONS = tuple(Precision)
 def _positive(name, value):
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{name} must be a positive integer, not {value!r}")
+
+
+def _precisions(value):
+    return tuple(Precision.parse(p) for p in value)
+
+
+@dataclass(frozen=True)
+class DepthwiseConfig:
+    """The per-channel datapath of a build (depthwise convolution, average pooling, add):
+    ``lanes`` channels per command (one per PE), the ST configurations it implements."""
+
+    lanes: int = 16
+    precisions: tuple = field(default=tuple(Precision))
+
+    def __post_init__(self):
+        _positive("lanes", self.lanes)
+        object.__setattr__(self, "precisions", _precisions(self.precisions))
+
+    def as_dict(self):
+        return asdict(self) | {"precisions": [p.label for p in self.precisions]}
+
+
+@dataclass(frozen=True)
+class FCConfig:
+    """The fully-connected datapath of a build: ``pes`` output neurons per command, the ST
+    configurations it implements."""
+
+    pes: int = 8
+    precisions: tuple = field(default=tuple(Precision))
+
+    def __post_init__(self):
+        _positive("pes", self.pes)
+        object.__setattr__(self, "precisions", _precisions(self.precisions))
+
+    def as_dict(self):
+        return asdict(self) | {"precisions": [p.label for p in self.precisions]}
+
+
+#: The section class of each datapath that is not conv2d, by descriptor ``op``.
+SECTIONS = {Op.DEPTHWISE: ("depthwise", DepthwiseConfig), Op.FC: ("fc", FCConfig)}
 
 
 @dataclass(frozen=True)
@@ -39,7 +86,10 @@ class AcceleratorConfig:
     * ``precisions``: the ST configurations the PE array implements;
     * ``pe_dsp``: the ST multipliers are built from DSP blocks (four 9x9 products per PE)
       rather than from LUTs (see :class:`hdl.st_multiplier.STMultiplier`); the arithmetic,
-      cycles and capacities are the same either way.
+      cycles and capacities are the same either way;
+    * ``conv``: the build has the conv2d datapath (the fields above are its parameters);
+    * ``depthwise``, ``fc``: the per-channel and fully-connected datapaths' sections
+      (:class:`DepthwiseConfig`, :class:`FCConfig`, or their ``as_dict``), None without them.
     """
 
     pes: int = 16
@@ -53,6 +103,9 @@ class AcceleratorConfig:
     double_buffer: bool = True
     precisions: tuple = field(default=ALL_PRECISIONS)
     pe_dsp: bool = True
+    conv: bool = True
+    depthwise: DepthwiseConfig | None = None
+    fc: FCConfig | None = None
 
     def __post_init__(self):
         for name in ("pes", "plm_in_words", "plm_w_words", "plm_acc_words", "max_stride",
@@ -67,9 +120,33 @@ class AcceleratorConfig:
                              f"in {BEAT_BITS}-bit beats), not {self.bus_bits!r}")
         if not isinstance(self.pe_dsp, bool):
             raise ValueError(f"pe_dsp must be a bool, not {self.pe_dsp!r}")
+        if not isinstance(self.conv, bool):
+            raise ValueError(f"conv must be a bool, not {self.conv!r}")
+        for name, section in SECTIONS.values():
+            value = getattr(self, name)
+            if isinstance(value, dict):
+                object.__setattr__(self, name, section(**value))
+            elif value is not None and not isinstance(value, section):
+                raise ValueError(f"{name} must be a {section.__name__}, a dict of its fields "
+                                 f"or None, not {value!r}")
+        if not self.ops:
+            raise ValueError("a build needs at least one datapath (conv, depthwise or fc)")
         object.__setattr__(self, "max_kernel", tuple(self.max_kernel))
-        object.__setattr__(self, "precisions",
-                           tuple(Precision.parse(p) for p in self.precisions))
+        object.__setattr__(self, "precisions", _precisions(self.precisions))
+
+    @property
+    def ops(self):
+        """The datapaths of the build, as descriptor ``op`` values, in the socket's order."""
+        ops = [Op.CONV2D] if self.conv else []
+        return tuple(ops + [op for op, (name, _) in SECTIONS.items()
+                            if getattr(self, name) is not None])
+
+    def section(self, op):
+        """The parameters of datapath ``op``: this object for conv2d, else its section (None
+        if the build has no such datapath)."""
+        if op == Op.CONV2D:
+            return self if self.conv else None
+        return getattr(self, SECTIONS[op][0])
 
     @property
     def banks(self):
@@ -94,7 +171,10 @@ class AcceleratorConfig:
                 "max_kernel": list(self.max_kernel), "max_stride": self.max_stride,
                 "max_width": self.max_width, "bus_bits": self.bus_bits,
                 "double_buffer": self.double_buffer,
-                "precisions": [p.label for p in self.precisions], "pe_dsp": self.pe_dsp}
+                "precisions": [p.label for p in self.precisions], "pe_dsp": self.pe_dsp,
+                "conv": self.conv,
+                **{name: None if getattr(self, name) is None else getattr(self, name).as_dict()
+                   for name, _ in SECTIONS.values()}}
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,9 @@ __all__ = ["FORMAT_VERSION", "MAGIC", "Access", "Field", "Register", "RegisterMa
 
 #: Value of the ``ID`` register: ASCII "TESS".
 MAGIC = 0x54455353
-#: (major, minor) of the register map and descriptor format.
-FORMAT_VERSION = (1, 0)
-
-#: Accelerator kinds, the ``VERSION.kind`` field.
-KINDS = {"conv2d": 1, "depthwise": 2, "fc": 3}
+#: (major, minor) of the register map and descriptor format. 2.0: one socket with several
+#: datapaths (``DATAPATHS``) replaces one accelerator kind per build (``VERSION.kind``).
+FORMAT_VERSION = (2, 0)
 
 
 class Access(enum.Enum):
@@ -169,42 +167,54 @@ def _counter(name, offset, doc):
                      (Field("value", 0, 32, Access.RO, f"{doc} (bits 63:32)"),), doc)]
 
 
-def register_map(config, kind="conv2d"):
-    """The register map of an accelerator of ``kind`` built from ``config``
-    (an :class:`hls_ref.config.AcceleratorConfig`)."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+def register_map(config):
+    """The register map of an accelerator built from ``config`` (an
+    :class:`hls_ref.config.AcceleratorConfig`). The conv2d datapath's constants read 0 in a
+    build without it."""
+    from .descriptor import Op
+
     major, minor = FORMAT_VERSION
-    precisions = sum(1 << p.value for p in config.precisions)
+    conv = config.section(Op.CONV2D)
+    precisions = sum(1 << p.value for p in config.precisions) if conv else 0
+
+    def conv_value(value):
+        return value if conv else 0
+
     regs = [
         _const("ID", 0x000, MAGIC, 'identifies a Tessera accelerator ("TESS")'),
         Register("VERSION", 0x004, (
             Field("minor", 0, 8, Access.CONST, "format version, minor", value=minor),
             Field("major", 8, 8, Access.CONST, "format version, major", value=major),
-            Field("kind", 16, 8, Access.CONST,
-                  "accelerator kind: 1 conv2d, 2 depthwise, 3 fc", value=KINDS[kind]),
         ), "register-map and descriptor format version"),
-        _const("PES", 0x008, config.pes, "processing elements"),
-        _const("PLM_IN_WORDS", 0x00C, config.plm_in_words,
-               "input PLM bank, 16-bit words"),
-        _const("PLM_W_WORDS", 0x010, config.plm_w_words, "weight PLM bank, 16-bit words"),
-        _const("PLM_ACC_WORDS", 0x014, config.plm_acc_words,
-               "accumulator PLM bank, 32-bit words"),
+        _const("PES", 0x008, conv_value(config.pes), "conv2d: processing elements"),
+        _const("PLM_IN_WORDS", 0x00C, conv_value(config.plm_in_words),
+               "conv2d: input PLM bank, 16-bit words"),
+        _const("PLM_W_WORDS", 0x010, conv_value(config.plm_w_words),
+               "conv2d: weight PLM bank, 16-bit words"),
+        _const("PLM_ACC_WORDS", 0x014, conv_value(config.plm_acc_words),
+               "conv2d: accumulator PLM bank, 32-bit words"),
         Register("GEOMETRY", 0x018, (
-            Field("max_kernel_h", 0, 8, Access.CONST, "largest kernel height",
-                  value=config.max_kernel[0]),
-            Field("max_kernel_w", 8, 8, Access.CONST, "largest kernel width",
-                  value=config.max_kernel[1]),
-            Field("max_stride", 16, 8, Access.CONST, "largest stride",
-                  value=config.max_stride),
-            Field("banks", 24, 8, Access.CONST, "PLM banks (2: double-buffered)",
-                  value=config.banks),
-        ), "limits of one command"),
-        _const("MAX_WIDTH", 0x01C, config.max_width, "longest input tile row, pixels"),
+            Field("max_kernel_h", 0, 8, Access.CONST, "conv2d: largest kernel height",
+                  value=conv_value(config.max_kernel[0])),
+            Field("max_kernel_w", 8, 8, Access.CONST, "conv2d: largest kernel width",
+                  value=conv_value(config.max_kernel[1])),
+            Field("max_stride", 16, 8, Access.CONST, "conv2d: largest stride",
+                  value=conv_value(config.max_stride)),
+            Field("banks", 24, 8, Access.CONST, "conv2d: PLM banks (2: double-buffered)",
+                  value=conv_value(config.banks)),
+        ), "limits of one conv2d command"),
+        _const("MAX_WIDTH", 0x01C, conv_value(config.max_width),
+               "conv2d: longest input tile row, pixels"),
         Register("PRECISIONS", 0x020, (
             Field("codes", 0, 8, Access.CONST,
-                  "bit c set: ST configuration code c is supported", value=precisions),
+                  "conv2d: bit c set: ST configuration code c is supported",
+                  value=precisions),
         ), "supported ST configurations"),
+        Register("DATAPATHS", 0x024, (
+            Field("ops", 0, 8, Access.CONST,
+                  "bit op set: the build runs descriptors of that op (1 conv2d, 2 depthwise, "
+                  "3 fc)", value=sum(1 << op for op in config.ops)),
+        ), "the datapaths of the build"),
         Register("CTRL", 0x040, (
             Field("start", 0, 1, Access.W1P,
                   "run DESC_COUNT descriptors from DESC_ADDR (ignored while busy)"),

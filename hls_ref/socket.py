@@ -27,6 +27,7 @@ from .descriptor import (
     DESCRIPTOR_BYTES,
     Descriptor,
     ErrorCode,
+    Op,
     check,
     geometry,
 )
@@ -35,8 +36,8 @@ from .formats import QuantBlock
 from .invocation import Command, ConvAccelerator
 from .st import signed_field
 
-__all__ = ["SocketModel", "Status", "input_tile",
-           "load_requests", "store_request", "store_tile"]
+__all__ = ["ENGINES", "ConvEngine", "SocketModel", "Status", "input_tile", "load_requests",
+           "read_qblock", "store_request", "store_tile"]
 
 
 #: Byte addresses are 32 bits wide; address arithmetic wraps modulo 2**32, as on the bus.
@@ -203,23 +204,110 @@ def _unpack_weights(words, precision):
     return np.stack(lanes, axis=-1).reshape(*words.shape[:-1], -1)
 
 
+class ConvEngine:
+    """The conv2d datapath's commands: checks (:func:`hls_ref.descriptor.check`), loads,
+    compute on :class:`hls_ref.invocation.ConvAccelerator` and store.
+
+    An engine of :class:`SocketModel` has ``check(desc)`` (the error code, in the hardware's
+    order), ``run(mem, desc, index, status)`` (one valid command: counts its transfers and
+    MAC cycles into ``status``, raises ``_FaultError`` on an error response) and ``reset()``
+    (its partial sums are lost)."""
+
+    op = Op.CONV2D
+
+    def __init__(self, config):
+        self.config = config
+        self.accelerator = ConvAccelerator(config.limits())
+        self.acc_shape = None
+
+    def reset(self):
+        self.accelerator.acc = None
+        self.acc_shape = None
+
+    def check(self, desc):
+        return check(desc, self.config, self.acc_shape)
+
+    def run(self, mem, desc, index, status):
+        geo = geometry(desc)
+        p, pes = geo.precision, self.config.pes
+        x_req, w_req, q_req = load_requests(desc, self.config)
+        loads = [req for req in (x_req, w_req, q_req) if req is not None]
+        # the hardware reads every beat of the three loads, erroneous or not
+        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+        for req in loads:
+            mem.read_request(req)
+
+        x = _input_tile(mem, desc)
+
+        words = mem.read_bytes(desc.w_addr, w_req.seg_bytes).view("<u2").astype(np.int64)
+        words = words.reshape(desc.kernel_h, desc.kernel_w, geo.groups, pes)
+        weights = _unpack_weights(words.transpose(3, 0, 1, 2), p)     # (P, kh, kw, C)
+
+        qblock = read_qblock(mem, desc, q_req, pes)
+        cmd = Command(p, geo.out_bits, (desc.kernel_h, desc.kernel_w),
+                      (desc.stride_h, desc.stride_w),
+                      (desc.pad_top, desc.pad_bottom, desc.pad_left, desc.pad_right),
+                      int(signed_field(desc.pad_value, 0, p.act_bits)),
+                      acc_flag=bool(desc.acc_flag), q_flag=bool(desc.q_flag))
+        y = self.accelerator.invoke(cmd, x, weights, qblock)
+        self.acc_shape = (geo.out_h, geo.out_w)
+        status.mac_cycles += (geo.out_h * geo.out_w * desc.kernel_h * desc.kernel_w
+                              * geo.groups)
+        if y is None:
+            return
+        store = store_request(desc)
+        status.bytes_written += store.bytes
+        mem.check_write(store)
+        _store_tile(mem, desc, y)
+        status.outputs.append((index, y[..., :desc.out_c]))
+
+
+def read_qblock(mem, desc, q_req, pes):
+    """The command's quantization block, widened to ``pes`` channels (unused PEs get zeros);
+    a placeholder when the command loads none (it neither starts nor requantizes). A block
+    whose channel count is not ``out_c`` or that asks for double-precision scaling ends the
+    list with ``BAD_QBLOCK``."""
+    zeros = np.zeros(pes, np.int64)
+    if q_req is None:
+        return QuantBlock(0, 0, 0, zeros, zeros, zeros)
+    raw = mem.read_bytes(desc.q_addr, q_req.seg_bytes).view("<u8")
+    header = int(raw[0])
+    if (header >> 56) + 1 != desc.out_c or header >> 48 & 1:
+        raise _FaultError(ErrorCode.BAD_QBLOCK)
+    q = QuantBlock.unpack(raw)
+    low = max(q.act_min, q.zero_point) if desc.relu else q.act_min
+
+    def widen(values):
+        return np.concatenate([values, zeros[:pes - desc.out_c]])
+
+    return QuantBlock(q.zero_point, low, q.act_max, widen(q.bias), widen(q.multiplier),
+                      widen(q.shift))
+
+
+#: The golden engine of each datapath, by descriptor ``op``.
+ENGINES = {Op.CONV2D: ConvEngine}
+
+
 class SocketModel:
     """The accelerator as the host sees it: ``run`` a descriptor list on a memory image.
+
+    Each descriptor goes to the engine of its ``op`` (:data:`ENGINES`, for the datapaths the
+    build has: ``config.ops``); an ``op`` without one ends the list with ``BAD_OP``. Partial
+    sums belong to their datapath; an error loses every datapath's.
 
     Parameters
     ----------
     config : AcceleratorConfig
-        The build (PEs, PLM banks, limits, precisions).
+        The build (its datapaths, PEs, PLM banks, limits, precisions).
     """
 
     def __init__(self, config=DEFAULT_CONFIG):
         self.config = config
-        self.engine = ConvAccelerator(config.limits())
-        self.acc_shape = None
+        self.engines = {op: ENGINES[op](config) for op in config.ops}
 
     def reset(self):
-        self.engine.acc = None
-        self.acc_shape = None
+        for engine in self.engines.values():
+            engine.reset()
 
     def run(self, memory, desc_addr, count, *, faults=(), write_errors=True):
         """Run ``count`` descriptors from byte ``desc_addr`` of ``memory`` (a writable numpy
@@ -243,70 +331,16 @@ class SocketModel:
                 status.bytes_read += DESCRIPTOR_BYTES
                 raw = mem.read_bytes(desc_addr + index * DESCRIPTOR_BYTES, DESCRIPTOR_BYTES)
                 desc = Descriptor.from_bytes(raw)
-                code = check(desc, self.config, self.acc_shape)
+                engine = self.engines.get(desc.op)
+                code = ErrorCode.BAD_OP if engine is None else engine.check(desc)
                 if code != ErrorCode.NONE:
                     raise _FaultError(code)
-                self._command(mem, desc, index, status)
+                engine.run(mem, desc, index, status)
             except _FaultError as fault:
-                self.acc_shape = None
-                self.engine.acc = None
+                self.reset()
                 status.error, status.code, status.index = True, fault.code, index
                 return status
             status.progress += 1
             status.tiles += 1
         status.done = True
         return status
-
-    def _command(self, mem, desc, index, status):
-        geo = geometry(desc)
-        p, pes = geo.precision, self.config.pes
-        x_req, w_req, q_req = load_requests(desc, self.config)
-        loads = [req for req in (x_req, w_req, q_req) if req is not None]
-        # the hardware reads every beat of the three loads, erroneous or not
-        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
-        for req in loads:
-            mem.read_request(req)
-
-        x = _input_tile(mem, desc)
-
-        words = mem.read_bytes(desc.w_addr, w_req.seg_bytes).view("<u2").astype(np.int64)
-        words = words.reshape(desc.kernel_h, desc.kernel_w, geo.groups, pes)
-        weights = _unpack_weights(words.transpose(3, 0, 1, 2), p)     # (P, kh, kw, C)
-
-        qblock = self._qblock(mem, desc, q_req, pes)
-        cmd = Command(p, geo.out_bits, (desc.kernel_h, desc.kernel_w),
-                      (desc.stride_h, desc.stride_w),
-                      (desc.pad_top, desc.pad_bottom, desc.pad_left, desc.pad_right),
-                      int(signed_field(desc.pad_value, 0, p.act_bits)),
-                      acc_flag=bool(desc.acc_flag), q_flag=bool(desc.q_flag))
-        y = self.engine.invoke(cmd, x, weights, qblock)
-        self.acc_shape = (geo.out_h, geo.out_w)
-        status.mac_cycles += (geo.out_h * geo.out_w * desc.kernel_h * desc.kernel_w
-                              * geo.groups)
-        if y is None:
-            return
-        store = store_request(desc)
-        status.bytes_written += store.bytes
-        mem.check_write(store)
-        _store_tile(mem, desc, y)
-        status.outputs.append((index, y[..., :desc.out_c]))
-
-    def _qblock(self, mem, desc, q_req, pes):
-        """The command's quantization block, widened to every PE (unused PEs get zeros); a
-        placeholder when the command loads none (it neither starts nor requantizes)."""
-        zeros = np.zeros(pes, np.int64)
-        if q_req is None:
-            return QuantBlock(0, 0, 0, zeros, zeros, zeros)
-        raw = mem.read_bytes(desc.q_addr, q_req.seg_bytes).view("<u8")
-        header = int(raw[0])
-        if (header >> 56) + 1 != desc.out_c or header >> 48 & 1:
-            raise _FaultError(ErrorCode.BAD_QBLOCK)
-        q = QuantBlock.unpack(raw)
-        low = max(q.act_min, q.zero_point) if desc.relu else q.act_min
-
-        def widen(values):
-            return np.concatenate([values, zeros[:pes - desc.out_c]])
-
-        return QuantBlock(q.zero_point, low, q.act_max, widen(q.bias), widen(q.multiplier),
-                          widen(q.shift))
-

@@ -66,9 +66,9 @@ class AcceleratorHost:
         Size of the external memory.
     """
 
-    def __init__(self, dut, config, *, memory_bytes, kind="conv2d"):
+    def __init__(self, dut, config, *, memory_bytes):
         self.dut = dut
-        self.regmap = register_map(config, kind)
+        self.regmap = register_map(config)
         self.memory_bytes = memory_bytes
         self.faults = []
         self.limit = None                # bytes of the loaded image: beyond it, SLVERR

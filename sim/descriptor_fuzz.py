@@ -37,7 +37,7 @@ from hls_ref.formats import QuantBlock
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel, load_requests, store_request
 
-__all__ = ["FuzzList", "random_list"]
+__all__ = ["GENERATORS", "FuzzList", "Generator", "random_list"]
 
 _DESC_BASE = 0x1000
 _WORD = 16
@@ -220,24 +220,64 @@ def _mutate(rng, desc):
     return replace(desc, **{name: value}), f"{name}={value}"
 
 
-def _regions_of(desc, config, index, desc_addr):
+def _conv_ranges(desc, config):
+    """Byte ranges a conv2d command's loads and store touch (for fault draws)."""
+    ranges = []
+    for request in load_requests(desc, config):
+        if request is not None:
+            ranges += [(a, request.seg_bytes) for a in request.segments()]
+    if desc.q_flag:
+        request = store_request(desc)
+        ranges += [(a, request.seg_bytes) for a in request.segments()]
+    return ranges
+
+
+def _conv_note(desc):
+    return (f"{Precision(desc.precision).label} {OUT_WIDTH_CODES[desc.out_width]}-bit "
+            f"k{desc.kernel_h}x{desc.kernel_w} s{desc.stride_h}x{desc.stride_w} "
+            f"{desc.in_h}x{desc.in_w}x{desc.in_c}->{desc.out_c} acc{desc.acc_flag} "
+            f"q{desc.q_flag}")
+
+
+@dataclass(frozen=True)
+class Generator:
+    """How the fuzzer draws the commands of one datapath.
+
+    ``draw(rng, config, regions, prev)`` returns ``(descriptor, [(address, bytes to plant)])``
+    or None when the drawn command does not fit (``prev``: the command whose partial sums this
+    one continues, or None); ``ranges(desc, config)`` the byte ranges the command's loads and
+    store touch; ``note(desc)`` a short description for failure messages."""
+
+    draw: object
+    ranges: object
+    note: object
+
+
+def _conv_draw(rng, config, regions, prev):
+    drawn = _conv_descriptor(rng, config, regions, prev)
+    if drawn is None:
+        return None
+    desc, qblock = drawn
+    return desc, [] if qblock is None else [(desc.q_addr, qblock.pack().view(np.uint8))]
+
+
+#: The fuzzer's generator of each datapath, by descriptor ``op``.
+GENERATORS = {Op.CONV2D: Generator(_conv_draw, _conv_ranges, _conv_note)}
+
+
+def _regions_of(generator, desc, config, index, desc_addr):
     """Byte ranges a command touches: its descriptor, loads and store (for fault draws)."""
     ranges = [(desc_addr + index * DESCRIPTOR_BYTES, DESCRIPTOR_BYTES)]
     try:
-        for request in load_requests(desc, config):
-            if request is not None:
-                ranges += [(a, request.seg_bytes) for a in request.segments()]
-        if desc.q_flag:
-            request = store_request(desc)
-            ranges += [(a, request.seg_bytes) for a in request.segments()]
+        ranges += generator.ranges(desc, config)
     except (ValueError, ZeroDivisionError, KeyError):
         pass                             # an invalid descriptor: its descriptor only
     return ranges
 
 
-def random_list(rng, config, *, commands=(1, 6), op=Op.CONV2D, read_bytes=24 << 10,
+def random_list(rng, config, *, commands=(1, 6), ops=None, read_bytes=24 << 10,
                 write_bytes=24 << 10, p_invalid=0.06, p_fault=0.06, p_chain=0.3,
-                p_beyond=0.02, p_wrap=0.02):
+                p_beyond=0.02, p_wrap=0.02, p_switch=0.3):
     """A random descriptor list (see the module docstring) as a :class:`FuzzList`.
 
     Parameters
@@ -247,36 +287,40 @@ def random_list(rng, config, *, commands=(1, 6), op=Op.CONV2D, read_bytes=24 << 
         The build the list is drawn for.
     commands : (int, int)
         Inclusive range of the list's length.
-    op : Op
-        The datapath the commands are for.
+    ops : sequence of Op or None
+        The datapaths the commands are for (default: every datapath of the build the fuzzer
+        has a generator for); the list runs of one, switching with ``p_switch``.
     read_bytes, write_bytes : int
         Sizes of the read and write regions.
-    p_invalid, p_fault, p_chain, p_beyond, p_wrap : float
+    p_invalid, p_fault, p_chain, p_beyond, p_wrap, p_switch : float
         Per-command probabilities of an invalid field, a faulty byte in one of the command's
         ranges, a partial-sum continuation of the previous command, a tile reaching past the
-        image, and an input address that wraps around ``2**32``.
+        image, an input address that wraps around ``2**32``, and a switch of datapath.
     """
-    if op != Op.CONV2D:
-        raise ValueError(f"op must be Op.CONV2D (the datapaths the fuzzer knows), not {op!r}")
+    ops = [op for op in (config.ops if ops is None else ops) if op in GENERATORS]
+    if not ops:
+        raise ValueError(f"ops must include a datapath the fuzzer knows "
+                         f"({', '.join(op.name for op in GENERATORS)})")
     count = int(rng.integers(commands[0], commands[1] + 1))
     regions = _Regions(rng, count, read_bytes, write_bytes)
     memory = rng.integers(0, 256, regions.size, dtype=np.uint8)
     descriptors, notes, faults = [], [], []
     prev = None
+    op = ops[int(rng.integers(len(ops)))]
     while len(descriptors) < count:
-        chain = prev if (prev is not None and rng.random() < p_chain) else None
-        drawn = _conv_descriptor(rng, config, regions, chain)
+        if len(ops) > 1 and rng.random() < p_switch:
+            op = ops[int(rng.integers(len(ops)))]
+        generator = GENERATORS[op]
+        chain = (prev if (prev is not None and prev.op == op and rng.random() < p_chain)
+                 else None)
+        drawn = generator.draw(rng, config, regions, chain)
         if drawn is None:
             continue
-        desc, qblock = drawn
+        desc, planted = drawn
         drawn_desc = desc
-        note = (f"{len(descriptors)}: {Precision(desc.precision).label} "
-                f"{OUT_WIDTH_CODES[desc.out_width]}-bit k{desc.kernel_h}x{desc.kernel_w} "
-                f"s{desc.stride_h}x{desc.stride_w} {desc.in_h}x{desc.in_w}x{desc.in_c}"
-                f"->{desc.out_c} acc{desc.acc_flag} q{desc.q_flag}")
-        if qblock is not None:
-            raw = qblock.pack().view(np.uint8)
-            memory[desc.q_addr:desc.q_addr + len(raw)] = raw
+        note = f"{len(descriptors)}: {Op(desc.op).name.lower()} {generator.note(desc)}"
+        for addr, data in planted:
+            memory[addr:addr + len(data)] = data
         if rng.random() < p_beyond:
             desc = replace(desc, in_addr=regions.size - 8 * int(rng.integers(1, 4)))
             note += " past the image"
@@ -288,7 +332,7 @@ def random_list(rng, config, *, commands=(1, 6), op=Op.CONV2D, read_bytes=24 << 
             note += f" invalid {what}"
         index = len(descriptors)
         if rng.random() < p_fault:
-            ranges = _regions_of(desc, config, index, regions.desc)
+            ranges = _regions_of(generator, desc, config, index, regions.desc)
             addr, size = ranges[int(rng.integers(len(ranges)))]
             byte = (addr + int(rng.integers(max(1, size)))) % (1 << 32)
             faults.append((byte, byte + 1))

@@ -106,8 +106,12 @@ class Design:
         hasher.update(amaranth.__version__.encode())
         for model in self.models():
             hasher.update(model.read_bytes())
-        for tree in _HDL_SOURCES:
+        # the factory's own module too, when it lives outside those trees (test stand-ins)
+        factory = PROJECT_ROOT / (self.factory.split(":")[0].replace(".", "/") + ".py")
+        for tree in (*_HDL_SOURCES, factory.relative_to(PROJECT_ROOT)):
             root = PROJECT_ROOT / tree
+            if not root.exists():
+                continue
             for path in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
                 hasher.update(str(path.relative_to(PROJECT_ROOT)).encode())
                 hasher.update(path.read_bytes())

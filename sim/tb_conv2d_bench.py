@@ -25,7 +25,7 @@ class MacMonitor:
     told from the pipeline's fill (before the first MAC) and drain (after the last)."""
 
     def __init__(self, dut):
-        self.mac = dut.inner.datapath.core.mac
+        self.mac = dut.inner.datapath_conv2d.core.mac
         self.clk = dut.clk
         self.reset()
 

@@ -10,9 +10,8 @@ pytestmark = pytest.mark.cocotb
 #: name: (factory parameters, simulators). The second build differs only in its constants, so
 #: it runs on Icarus alone (a Verilator build costs about 20 s).
 CONFIGURATIONS = {
-    "csr_conv2d": ({"config": DEFAULT_CONFIG.as_dict(), "kind": "conv2d"}, SIMULATORS),
-    "csr_ice40_depthwise": ({"config": ICE40_CONFIG.as_dict(), "kind": "depthwise"},
-                            ("icarus",)),
+    "csr_conv2d": ({"config": DEFAULT_CONFIG.as_dict()}, SIMULATORS),
+    "csr_ice40": ({"config": ICE40_CONFIG.as_dict()}, ("icarus",)),
 }
 
 

@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 
 from hdl.axi import RESP_OKAY, RESP_SLVERR
 from hdl.csr import CsrBank, csr_bank, port_name
-from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG
+from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG, AcceleratorConfig
 from hls_ref.registers import MAGIC, Access, Field, Register, RegisterMap, register_map
 
 #: Cycles to wait for a handshake or a response before failing.
@@ -114,9 +114,9 @@ def simulate(dut, *testbenches, watch=()):
 
 
 def test_factory_takes_json_data():
-    params = json.loads(json.dumps({"config": ICE40_CONFIG.as_dict(), "kind": "fc"}))
+    params = json.loads(json.dumps({"config": ICE40_CONFIG.as_dict()}))
     bank = csr_bank(**params)
-    assert bank.regmap.registers == register_map(ICE40_CONFIG, "fc").registers
+    assert bank.regmap.registers == register_map(ICE40_CONFIG).registers
     assert bank.bus.awaddr.shape().width == bank.regmap.addr_width == 12
     assert len(bank.bus.wdata) == 32
 
@@ -184,7 +184,10 @@ def test_reset_values_and_constants():
         assert await read_ok(ctx, dut.bus, DEFAULT_MAP.offset("ID")) == MAGIC
         version = DEFAULT_MAP.decode("VERSION",
                                      await read_ok(ctx, dut.bus, DEFAULT_MAP.offset("VERSION")))
-        assert version == {"minor": 0, "major": 1, "kind": 1}
+        assert version == {"minor": 0, "major": 2}
+        datapaths = DEFAULT_MAP.decode(
+            "DATAPATHS", await read_ok(ctx, dut.bus, DEFAULT_MAP.offset("DATAPATHS")))
+        assert datapaths == {"ops": 1 << 1}
         assert await read_ok(ctx, dut.bus, DEFAULT_MAP.offset("PES")) == DEFAULT_CONFIG.pes
         # Writes to constants and read-only fields are accepted and change nothing.
         for name in ("ID", "VERSION", "PES", "ERR_INDEX", "TILES"):
@@ -345,7 +348,7 @@ def test_ro_reflects_inputs():
 def test_unmapped_offsets_answer_slverr():
     dut = CsrBank(DEFAULT_MAP)
     mapped = {register.offset for register in DEFAULT_MAP}
-    holes = [0x024, 0x03C, 0x058, 0x084, 0xFFC]
+    holes = [0x028, 0x03C, 0x058, 0x084, 0xFFC]
     assert not mapped & set(holes)
 
     async def testbench(ctx):
@@ -483,9 +486,9 @@ def test_back_pressure_keeps_every_response():
 
 
 def test_other_builds():
-    for config, kind in ((ICE40_CONFIG, "depthwise"), (DEFAULT_CONFIG, "fc")):
-        regmap = register_map(config, kind)
-        dut = csr_bank(config.as_dict(), kind)
+    for config in (ICE40_CONFIG, AcceleratorConfig(max_width=512, depthwise={"lanes": 8})):
+        regmap = register_map(config)
+        dut = csr_bank(config.as_dict())
 
         async def testbench(ctx, dut=dut, regmap=regmap, config=config):
             for register in regmap:

@@ -54,6 +54,12 @@ def verdict_layout():
 class DatapathSignature(wiring.Signature):
     """A datapath of the socket, seen from the datapath (``Out``: driven by it).
 
+    Every output is a register or a plain expression of registers and inputs, never a signal
+    assigned under ``m.If`` or an FSM state: Icarus does not run an ``always @*`` block at
+    time 0, so such a signal stays X until one of its inputs changes, and the socket ORs some
+    outputs of every datapath (``busy``, ``retire``, ``mac``, ``write_error``, ``reads_busy``)
+    whether or not a list uses it.
+
     Parameters
     ----------
     fields_width : int
