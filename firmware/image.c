@@ -98,7 +98,7 @@ uint32_t run_image(const RunBlock *run) {
         }
     }
     if (header->accels != sysctrl_read(SYSCTRL_ACCELS)
-        || header->kinds != sysctrl_read(SYSCTRL_KINDS)) {
+        || header->datapaths != sysctrl_read(SYSCTRL_DATAPATHS)) {
         uart_puts("error: the image was compiled for other accelerators\n");
         return finish(record, RUN_WRONG_BUILD);
     }

@@ -17,8 +17,17 @@ from .descriptor import Op
 from .formats import BEAT_BITS
 from .precision import Precision
 
-__all__ = ["ACCELERATOR_KINDS", "DEFAULT_CONFIG", "DEFAULT_SOC", "ICE40_CONFIG",
-           "AcceleratorConfig", "DepthwiseConfig", "FCConfig", "Limits", "SocConfig"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_SOC",
+    "ICE40_CONFIG",
+    "MAX_SOC_ACCELERATORS",
+    "AcceleratorConfig",
+    "DepthwiseConfig",
+    "FCConfig",
+    "Limits",
+    "SocConfig",
+]
 
 ALL_PRECISIONS = tuple(Precision)
 
@@ -141,6 +150,11 @@ class AcceleratorConfig:
         return tuple(ops + [op for op, (name, _) in SECTIONS.items()
                             if getattr(self, name) is not None])
 
+    @property
+    def datapath_mask(self):
+        """The ``DATAPATHS`` register's value: bit ``op`` set for each datapath."""
+        return sum(1 << op for op in self.ops)
+
     def section(self, op):
         """The parameters of datapath ``op``: this object for conv2d, else its section (None
         if the build has no such datapath)."""
@@ -176,6 +190,14 @@ class AcceleratorConfig:
                 **{name: None if getattr(self, name) is None else getattr(self, name).as_dict()
                    for name, _ in SECTIONS.values()}}
 
+    @classmethod
+    def from_dict(cls, spec):
+        """The inverse of :meth:`as_dict`."""
+        spec = dict(spec)
+        spec["max_kernel"] = tuple(spec["max_kernel"])
+        spec["precisions"] = tuple(spec["precisions"])
+        return cls(**spec)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -204,18 +226,19 @@ ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
                                  plm_acc_words=1024, max_width=256, pe_dsp=False)
 
 
-#: Accelerator kinds an SoC can hold (``hls_ref.registers.KINDS``, ``VERSION.kind``).
-ACCELERATOR_KINDS = ("conv2d", "depthwise", "fc")
+#: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.
+MAX_SOC_ACCELERATORS = 4
 
 
 @dataclass(frozen=True)
 class SocConfig:
     """One SoC build: the processor's memories and clock, and its accelerators.
 
-    * ``accelerators``: ``(kind, AcceleratorConfig)`` pairs, one per accelerator instance
-      (kinds of :data:`ACCELERATOR_KINDS`); instance ``k`` has its registers at the
-      ``k``-th accelerator window of the address map (``hls_ref.soc_map``) and its interrupt
-      on the processor's fast interrupt ``k``. An empty tuple is a processor-only build;
+    * ``accelerators``: one :class:`AcceleratorConfig` per accelerator instance (its
+      datapaths are its ``ops``); instance ``k`` has its registers at the ``k``-th
+      accelerator window of the address map (``hls_ref.soc_map``) and its interrupt on the
+      processor's fast interrupt ``k``. An empty tuple is a processor-only build; at most
+      :data:`MAX_SOC_ACCELERATORS`;
     * ``ram_bytes``: on-chip RAM for the firmware's code, data and stack (a power of two);
     * ``dram_bytes``: the external memory the processor and the accelerators share (a power
       of two; the simulation's memory model has this size);
@@ -226,7 +249,7 @@ class SocConfig:
       set another at run time.
     """
 
-    accelerators: tuple = (("conv2d", DEFAULT_CONFIG),)
+    accelerators: tuple = (DEFAULT_CONFIG,)
     ram_bytes: int = 64 * 1024
     dram_bytes: int = 16 * 1024 * 1024
     cache_bytes: int = 4096
@@ -234,15 +257,14 @@ class SocConfig:
     uart_divisor: int = 868
 
     def __post_init__(self):
-        accelerators = tuple(tuple(slot) for slot in self.accelerators)
-        for slot in accelerators:
-            if (len(slot) != 2 or slot[0] not in ACCELERATOR_KINDS
-                    or not isinstance(slot[1], AcceleratorConfig)):
-                raise ValueError(f"accelerators must be (kind, AcceleratorConfig) pairs with "
-                                 f"kind one of {', '.join(ACCELERATOR_KINDS)}, not {slot!r}")
-        if len(accelerators) > 16:
-            raise ValueError(f"accelerators must be at most 16 (the processor's fast "
-                             f"interrupts), not {len(accelerators)}")
+        accelerators = tuple(self.accelerators)
+        for config in accelerators:
+            if not isinstance(config, AcceleratorConfig):
+                raise ValueError(f"accelerators must be AcceleratorConfig objects, "
+                                 f"not {config!r}")
+        if len(accelerators) > MAX_SOC_ACCELERATORS:
+            raise ValueError(f"accelerators must be at most {MAX_SOC_ACCELERATORS} "
+                             f"(SYSCTRL.DATAPATHS has a byte each), not {len(accelerators)}")
         object.__setattr__(self, "accelerators", accelerators)
         for name, low, high in (("ram_bytes", 4096, 1 << 19), ("dram_bytes", 1 << 21, 1 << 30),
                                 ("cache_bytes", 1024, 1 << 16)):
@@ -256,16 +278,21 @@ class SocConfig:
             raise ValueError(f"uart_divisor must be an integer from 5 to 65535, "
                              f"not {self.uart_divisor!r}")
 
-    def kinds(self):
-        """The kind of each accelerator instance, in address-map order."""
-        return tuple(kind for kind, _ in self.accelerators)
+    def datapaths(self):
+        """``SYSCTRL.DATAPATHS``: byte ``k`` is accelerator ``k``'s ``DATAPATHS`` register
+        (bit ``op`` set when it runs that op)."""
+        return sum(config.datapath_mask << (8 * k) for k, config in enumerate(self.accelerators))
 
-    def find(self, kind):
-        """Indices of the accelerator instances of ``kind``."""
-        return [k for k, (kind_k, _) in enumerate(self.accelerators) if kind_k == kind]
+    def find(self, op):
+        """Indices of the accelerator instances with a datapath for ``op`` (an ``Op``)."""
+        return [k for k, config in enumerate(self.accelerators) if op in config.ops]
+
+    def label(self, k):
+        """A short name of accelerator ``k`` for tables: ``accel0``."""
+        return f"accel{k}"
 
     def as_dict(self):
-        return {"accelerators": [[kind, config.as_dict()] for kind, config in self.accelerators],
+        return {"accelerators": [config.as_dict() for config in self.accelerators],
                 "ram_bytes": self.ram_bytes, "dram_bytes": self.dram_bytes,
                 "cache_bytes": self.cache_bytes, "clock_hz": self.clock_hz,
                 "uart_divisor": self.uart_divisor}
@@ -273,12 +300,8 @@ class SocConfig:
     @classmethod
     def from_dict(cls, spec):
         """The inverse of :meth:`as_dict`."""
-        def accelerator(spec):
-            spec = dict(spec)
-            spec["max_kernel"] = tuple(spec["max_kernel"])
-            spec["precisions"] = tuple(spec["precisions"])
-            return AcceleratorConfig(**spec)
-        return cls(accelerators=tuple((kind, accelerator(c)) for kind, c in spec["accelerators"]),
+        return cls(accelerators=tuple(AcceleratorConfig.from_dict(c)
+                                      for c in spec["accelerators"]),
                    ram_bytes=spec["ram_bytes"], dram_bytes=spec["dram_bytes"],
                    cache_bytes=spec["cache_bytes"], clock_hz=spec["clock_hz"],
                    uart_divisor=spec["uart_divisor"])

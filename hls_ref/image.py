@@ -25,6 +25,8 @@ import enum
 import struct
 from dataclasses import dataclass
 
+from .descriptor import Op
+
 __all__ = [
     "CHECKSUM_FROM",
     "IMAGE_BASE",
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 IMAGE_MAGIC = 0x474D4954          # "TIMG"
-IMAGE_VERSION = 1
+IMAGE_VERSION = 2
 RUN_MAGIC = 0x4E555254            # "TRUN"
 #: Bus address of the run block and of the image.
 RUN_BLOCK = 0x000F_FFC0
@@ -71,9 +73,9 @@ class LayerOp(enum.IntEnum):
     RESHAPE = 8
 
 
-#: The accelerator kind (``hls_ref.registers.KINDS``) that can run each op.
-ACCELERATOR_FOR = {LayerOp.CONV2D: "conv2d", LayerOp.DEPTHWISE: "depthwise",
-                   LayerOp.FC: "fc"}
+#: The accelerator datapath (descriptor ``op``) that can run each layer op.
+ACCELERATOR_FOR = {LayerOp.CONV2D: Op.CONV2D, LayerOp.DEPTHWISE: Op.DEPTHWISE,
+                   LayerOp.FC: Op.FC}
 
 
 class Engine(enum.IntEnum):
@@ -166,7 +168,7 @@ IMAGE_HEADER = _struct(
     ("layer_count", "u32", "layers"),
     ("layers", "u32", "bus address of the layer table"),
     ("accels", "u32", "accelerators of the build the image was compiled for"),
-    ("kinds", "u32", "their kinds, 2 bits each (SYSCTRL.KINDS)"),
+    ("datapaths", "u32", "their datapaths, a byte each (SYSCTRL.DATAPATHS)"),
     ("input", "u32", "bus address of the input tensor"),
     ("input_bytes", "u32", "its bytes"),
     ("output", "u32", "bus address of the output tensor"),

@@ -213,7 +213,7 @@ def register_map(config):
         Register("DATAPATHS", 0x024, (
             Field("ops", 0, 8, Access.CONST,
                   "bit op set: the build runs descriptors of that op (1 conv2d, 2 depthwise, "
-                  "3 fc)", value=sum(1 << op for op in config.ops)),
+                  "3 fc)", value=config.datapath_mask),
         ), "the datapaths of the build"),
         Register("CTRL", 0x040, (
             Field("start", 0, 1, Access.W1P,

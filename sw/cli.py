@@ -230,8 +230,7 @@ def cmd_compile(args):
     print("|---:|---|---|---|---:|---|")
     for i, layer in enumerate(image.layers):
         if layer.accelerator is not None:
-            kind, _ = image.soc.accelerators[layer.accelerator]
-            engine, detail = f"{kind}{layer.accelerator}", layer.tiling
+            engine, detail = image.soc.label(layer.accelerator), layer.tiling
         else:
             engine, detail = "cpu", layer.why
         print(f"| {i} | {layer.name} | {layer.op.name.lower()} | {engine} | "

@@ -144,7 +144,9 @@ def run_model_rtl(model, *, input_path=None, output_path=None, dump_dir=None, se
             out(f"  simulating: layer {layer}/{layers} ({time.monotonic() - start:.0f} s)")
 
     run = run_rtl(image, x, pause=pause, seed=pause_seed, log=out, on_progress=progress)
-    accels = ", ".join(f"{kind} ({config.pes} PEs)" for kind, config in image.soc.accelerators)
+    accels = ", ".join(f"{image.soc.label(k)}: "
+                       f"{'+'.join(op.name.lower() for op in config.ops)} ({config.pes} PEs)"
+                       for k, config in enumerate(image.soc.accelerators))
     out(f"model {image.model}: {layers} layers, input {graph.input.dtype} "
         f"{_shape(graph.input.shape)} ({source}), backend rtl: Minerva RV32IM + "
         f"{accels or 'no accelerator'}" + (f", memory back-pressure {pause}" if pause else ""))

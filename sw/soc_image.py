@@ -20,7 +20,6 @@ import numpy as np
 from hls_ref import image as fmt
 from hls_ref.config import DEFAULT_SOC, SocConfig
 from hls_ref.formats import TensorLayout
-from hls_ref.registers import KINDS
 
 from . import graph as g
 
@@ -282,9 +281,9 @@ def _qblock_bytes(qblock):
 
 
 def _accelerator_for(soc, op):
-    kind = fmt.ACCELERATOR_FOR.get(_OPS[type(op)])
-    found = soc.find(kind) if kind else []
-    return kind, (found[0] if found else None)
+    datapath = fmt.ACCELERATOR_FOR.get(_OPS[type(op)])
+    found = soc.find(datapath) if datapath is not None else []
+    return datapath, (found[0] if found else None)
 
 
 def _relocate(program, tensors, op, builder):
@@ -322,7 +321,7 @@ def _accelerator_layer(graph, op, soc, k, tensors, builder):
     from .lowering import lower_layer
     from .program import compiler_program
 
-    _, config = soc.accelerators[k]
+    config = soc.accelerators[k]
     layer = lower_layer(graph, op)
     h, w, c = tensor_shape3(graph.tensor(op.inputs[0]).shape)
     program, tiling = compiler_program(np.zeros((h, w, c), np.int64), layer.weights,
@@ -460,16 +459,16 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
     layers = []
     pending = []        # (layer index, op) of processor layers, placed after the plan moves
     for i, op in enumerate(graph.ops):
-        kind, k = _accelerator_for(soc, op)
+        datapath, k = _accelerator_for(soc, op)
         macs = graph.macs(op)
         info = LayerInfo(op.name, _OPS[type(op)], fmt.Engine.PROCESSOR, fmt.Reason.NONE, "",
                          tuple(n for n in op.inputs if not graph.tensor(n).is_constant),
                          op.output, macs)
         if k is not None:
             info.engine = fmt.Engine.ACCEL0 + k
-        elif kind is not None:
+        elif datapath is not None:
             info.reason = fmt.Reason.NO_ACCELERATOR
-            info.why = f"no {kind} accelerator in this build"
+            info.why = f"no {datapath.name.lower()} datapath in this build"
         elif isinstance(op, g.Softmax):
             info.reason = fmt.Reason.HOST_OP
             info.why = "softmax stays on the processor (exp and reciprocal, one vector)"
@@ -524,10 +523,10 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
     offset = table_addr - fmt.IMAGE_BASE
     data[offset:offset + len(table)] = table
     inp, out = tensors[graph.inputs[0]], tensors[graph.outputs[0]]
-    kinds = sum(KINDS[kind] << (2 * k) for k, kind in enumerate(soc.kinds()))
     header = dict(magic=fmt.IMAGE_MAGIC, version=fmt.IMAGE_VERSION, data_bytes=len(data),
                   layer_count=layer_count, layers=table_addr, accels=len(soc.accelerators),
-                  kinds=kinds, input=inp.addr, input_bytes=inp.layout.bytes, output=out.addr,
+                  datapaths=soc.datapaths(), input=inp.addr, input_bytes=inp.layout.bytes,
+                  output=out.addr,
                   output_bytes=out.layout.bytes, buffers=buffer_base,
                   buffer_bytes=buffer_bytes, results=results)
     data[:fmt.IMAGE_HEADER.size] = fmt.IMAGE_HEADER.pack(**header)

@@ -25,7 +25,7 @@ def plot_layers(image, run, path):
     xs, ys = [], []
     for i, (layer, r) in enumerate(zip(image.layers, run.records)):
         if layer.accelerator is not None and r.cycles:
-            _, config = image.soc.accelerators[layer.accelerator]
+            config = image.soc.accelerators[layer.accelerator]
             xs.append(i)
             ys.append(100 * layer.macs / (r.cycles * config.pes * 2))
     util.plot(xs, ys, "o", color="tab:green")

@@ -120,7 +120,7 @@ def run_golden(image, x, *, graph=None):
     for layer in image.layers:
         record = LayerRecord()
         if layer.accelerator is not None:
-            _, config = image.soc.accelerators[layer.accelerator]
+            config = image.soc.accelerators[layer.accelerator]
             status = SocketModel(config).run(memory, layer.desc_addr, layer.desc_count)
             record.acc_mac_cycles = status.mac_cycles
             record.acc_bytes_read = record.bus_read = status.bytes_read
@@ -237,8 +237,8 @@ def format_table(image, run, *, prediction=None, reference=None, graph=None):
                             for h in header) + "|"]
     for i, (layer, rec) in enumerate(zip(image.layers, run.records)):
         if layer.accelerator is not None:
-            kind, config = image.soc.accelerators[layer.accelerator]
-            engine = f"{kind}{layer.accelerator}"
+            config = image.soc.accelerators[layer.accelerator]
+            engine = image.soc.label(layer.accelerator)
             lanes = 2           # a8w8: two products per ST operation
             util = (f"{layer.macs / (rec.cycles * config.pes * lanes):.1%}"
                     if rec.cycles else "—")

@@ -8,17 +8,23 @@ import pytest
 
 from hdl.soc.accelerators import build_accelerator
 from hdl.soc.boot import BOOT_SOURCE, boot_program
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, SocConfig
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, AcceleratorConfig, SocConfig
+from hls_ref.descriptor import Op
 from hls_ref.image import c_header as image_header
 from hls_ref.soc_map import SYSCTRL, c_header, linker_script, reg
 
 
 def test_soc_config_round_trips_and_checks_its_fields():
     assert SocConfig.from_dict(DEFAULT_SOC.as_dict()) == DEFAULT_SOC
-    assert DEFAULT_SOC.kinds() == ("conv2d",) and DEFAULT_SOC.find("conv2d") == [0]
-    with pytest.raises(ValueError, match=r"^accelerators must be \(kind, AcceleratorConfig\) "
-                                         r"pairs with kind one of conv2d, depthwise, fc, not "):
-        SocConfig(accelerators=(("pool", DEFAULT_CONFIG),))
+    assert DEFAULT_SOC.datapaths() == 1 << Op.CONV2D and DEFAULT_SOC.find(Op.CONV2D) == [0]
+    assert DEFAULT_SOC.find(Op.FC) == []
+    two = SocConfig(accelerators=(DEFAULT_CONFIG, DEFAULT_CONFIG))
+    assert two.datapaths() == 0x0202 and SocConfig.from_dict(two.as_dict()) == two
+    with pytest.raises(ValueError, match=r"^accelerators must be AcceleratorConfig objects, "
+                                         r"not \('conv2d', "):
+        SocConfig(accelerators=(("conv2d", DEFAULT_CONFIG),))
+    with pytest.raises(ValueError, match=r"^accelerators must be at most 4 "):
+        SocConfig(accelerators=(DEFAULT_CONFIG,) * 5)
     with pytest.raises(ValueError, match=r"^ram_bytes must be a power of two from 4096 to "
                                          r"524288, not 5000$"):
         SocConfig(ram_bytes=5000)
@@ -26,10 +32,11 @@ def test_soc_config_round_trips_and_checks_its_fields():
         SocConfig(uart_divisor=2)
 
 
-def test_kinds_without_rtl_are_refused_with_the_way_out():
-    with pytest.raises(ValueError, match=r"no RTL implements a fc accelerator yet .*the "
+def test_datapaths_without_rtl_are_refused_with_the_way_out():
+    config = AcceleratorConfig(fc={})
+    with pytest.raises(ValueError, match=r"no RTL implements the fc datapath yet .*the "
                                          r"processor runs those layers"):
-        build_accelerator("fc", DEFAULT_CONFIG)
+        build_accelerator(config)
 
 
 def test_boot_program_equals_the_assembler_output(tmp_path):
@@ -50,7 +57,7 @@ def test_generated_headers_describe_the_build():
     header = c_header(DEFAULT_SOC)
     assert f"#define SYSCTRL_EXIT 0x{reg(SYSCTRL, 'EXIT').offset:08x}u" in header
     assert "#define ACC_CTRL_IRQ_ENABLE_SHIFT 8" in header
-    assert "#define ACCEL0_KIND 0x00000001u" in header
+    assert "#define ACCEL0_DATAPATHS 0x00000002u" in header
     assert "RAM_BYTES = 0x00010000;" in linker_script(DEFAULT_SOC)
     text = image_header()
     assert "_Static_assert(sizeof(LayerResult) == 64" in text
@@ -62,10 +69,11 @@ def test_two_accelerators_are_two_managers_and_two_register_windows():
     from hdl.soc.soc import Soc
     from hls_ref.config import ICE40_CONFIG
 
-    config = SocConfig(accelerators=(("conv2d", ICE40_CONFIG), ("conv2d", ICE40_CONFIG)))
+    config = SocConfig(accelerators=(ICE40_CONFIG, ICE40_CONFIG))
     soc = Soc(config)
     # manager 0 the processor, 1 and 2 the accelerators: two index bits above the 1-bit ID
     assert soc.mem.arid.shape().width == 3
     Fragment.get(soc, None)
     header = c_header(config)
-    assert "#define ACCELS 0x00000002u" in header and "#define ACCEL1_KIND 0x00000001u" in header
+    assert "#define ACCELS 0x00000002u" in header
+    assert "#define ACCEL1_DATAPATHS 0x00000002u" in header

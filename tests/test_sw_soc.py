@@ -45,7 +45,7 @@ def test_engines_and_reasons_follow_the_build():
     assert engines["15_softmax"] == (fmt.Engine.PROCESSOR, fmt.Reason.HOST_OP)
     processor_only = compile_model("resnet8", SocConfig(accelerators=()))
     assert all(layer.engine == fmt.Engine.PROCESSOR for layer in processor_only.layers)
-    assert processor_only.layers[0].why == "no conv2d accelerator in this build"
+    assert processor_only.layers[0].why == "no conv2d datapath in this build"
 
 
 def test_buffer_plan_reuses_memory_without_overlapping_live_tensors():

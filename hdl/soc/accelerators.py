@@ -1,29 +1,24 @@
-"""The accelerator cores an SoC build can instantiate, by kind (``SocConfig.accelerators``).
+"""The accelerators an SoC build instantiates (``SocConfig.accelerators``).
 
-Each is a component with the socket's host-facing ports: ``csr`` (AXI4-Lite registers,
+Each is a :class:`hdl.accelerator.Accelerator` -- the socket and the datapaths its
+configuration lists -- with the host-facing ports ``csr`` (AXI4-Lite registers,
 ``docs/accelerator.md``), ``bus`` (AXI4 manager, 64-bit) and ``irq``."""
 
-from hls_ref.config import ACCELERATOR_KINDS
+from hls_ref.config import AcceleratorConfig
 
-__all__ = ["RTL_KINDS", "build_accelerator"]
+__all__ = ["build_accelerator"]
 
 
-def _conv2d(config):
-    from ..accelerator import Accelerator
+def build_accelerator(config):
+    """A new accelerator built from ``config`` (an ``AcceleratorConfig``); a datapath without
+    RTL is refused with the way out."""
+    from ..accelerator import DATAPATHS, Accelerator
 
+    if not isinstance(config, AcceleratorConfig):
+        raise TypeError(f"config must be an AcceleratorConfig, not {config!r}")
+    missing = [op.name.lower() for op in config.ops if op not in DATAPATHS]
+    if missing:
+        raise ValueError(f"no RTL implements the {', '.join(missing)} datapath yet (available: "
+                         f"{', '.join(op.name.lower() for op in DATAPATHS)}); leave it out of "
+                         "the accelerator's configuration and the processor runs those layers")
     return Accelerator(config)
-
-
-#: Kinds with an RTL implementation today, and how to build one from its configuration.
-RTL_KINDS = {"conv2d": _conv2d}
-
-
-def build_accelerator(kind, config):
-    """A new accelerator of ``kind`` built from ``config`` (an ``AcceleratorConfig``)."""
-    if kind not in ACCELERATOR_KINDS:
-        raise ValueError(f"kind must be one of {', '.join(ACCELERATOR_KINDS)}, not {kind!r}")
-    if kind not in RTL_KINDS:
-        raise ValueError(f"no RTL implements a {kind} accelerator yet (available: "
-                         f"{', '.join(RTL_KINDS)}); leave it out of the SoC configuration and "
-                         "the processor runs those layers")
-    return RTL_KINDS[kind](config)

@@ -22,7 +22,6 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
 
 from hls_ref.config import DEFAULT_SOC, SocConfig
-from hls_ref.registers import register_map
 from hls_ref.soc_map import (
     ACCEL_BASE,
     ACCEL_STRIDE,
@@ -78,7 +77,7 @@ class Soc(wiring.Component):
         if not isinstance(config, SocConfig):
             raise TypeError(f"config must be a SocConfig, not {config!r}")
         self._config = config
-        self._accelerators = [build_accelerator(kind, c) for kind, c in config.accelerators]
+        self._accelerators = [build_accelerator(c) for c in config.accelerators]
         self._interconnect = AxiInterconnect(managers=1 + len(config.accelerators))
         super().__init__({
             "mem": Out(self._interconnect.sub.signature),
@@ -126,9 +125,8 @@ class Soc(wiring.Component):
         dbus.add(csr_bridge.wb_bus, name="periph", addr=SYSCTRL_BASE)
         dbus.add(dram.wb, name="dram", addr=DRAM_BASE)
         connect(m, dram.axi, interconnect.managers[0])
-        for k, ((kind, acc_config), accelerator) in enumerate(zip(config.accelerators,
-                                                                   self._accelerators)):
-            regmap = register_map(acc_config, kind)
+        for k, accelerator in enumerate(self._accelerators):
+            regmap = accelerator.regmap
             bridge = WishboneToAxiLite(addr_width=regmap.addr_width)
             m.submodules[f"accel{k}_regs"] = bridge
             m.submodules[f"accel{k}"] = accelerator

@@ -4,7 +4,6 @@ and the progress and exit words the firmware shows the host (``hls_ref.soc_map.S
 from amaranth.hdl import Signal
 from amaranth.lib.wiring import In, Out
 
-from hls_ref.registers import KINDS
 from hls_ref.soc_map import SOC_ID, SYSCTRL
 
 from .peripheral import CsrPeripheral
@@ -18,7 +17,7 @@ class SystemController(CsrPeripheral):
     Parameters
     ----------
     soc : hls_ref.config.SocConfig
-        The build (its accelerators' kinds and external memory size are constants here).
+        The build (its accelerators' datapaths and external memory size are constants here).
 
     Members
     -------
@@ -42,7 +41,6 @@ class SystemController(CsrPeripheral):
         })
 
     def elaborate_registers(self, m):
-        kinds = sum(KINDS[kind] << (2 * k) for k, kind in enumerate(self._soc.kinds()))
         cycles = Signal(64)
         bus_read = Signal(64)
         bus_written = Signal(64)
@@ -54,7 +52,7 @@ class SystemController(CsrPeripheral):
         m.d.comb += [
             self.reg("ID").r_data.eq(SOC_ID),
             self.reg("ACCELS").r_data.eq(len(self._soc.accelerators)),
-            self.reg("KINDS").r_data.eq(kinds),
+            self.reg("DATAPATHS").r_data.eq(self._soc.datapaths()),
             self.reg("DRAM_BYTES").r_data.eq(self._soc.dram_bytes),
             self.reg("CYCLES").r_data.eq(cycles),
             self.reg("BUS_READ").r_data.eq(bus_read),
