@@ -22,7 +22,8 @@ DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "accelerator.md"
 # why each code is raised, in the order the hardware checks
 _ERROR_TEXT = {
     ErrorCode.NONE: "no error",
-    ErrorCode.BAD_OP: "`op` is not this accelerator's kind",
+    ErrorCode.BAD_OP: "no datapath of the build runs `op` (`DATAPATHS`), or a per-channel "
+                      "`mode` is 3",
     ErrorCode.BAD_PRECISION: "`precision` is not a configuration the PE array implements "
                              "(`PRECISIONS`)",
     ErrorCode.BAD_OUT_WIDTH: "`out_width` is 3",

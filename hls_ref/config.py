@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_SOC",
     "ICE40_CONFIG",
     "MAX_SOC_ACCELERATORS",
+    "PERCHANNEL_CONFIG",
     "AcceleratorConfig",
     "DepthwiseConfig",
     "FCConfig",
@@ -43,18 +44,64 @@ def _precisions(value):
 
 @dataclass(frozen=True)
 class DepthwiseConfig:
-    """The per-channel datapath of a build (depthwise convolution, average pooling, add):
-    ``lanes`` channels per command (one per PE), the ST configurations it implements."""
+    """The per-channel datapath of a build: depthwise convolution, global average pooling and
+    the element-wise add (``hls_ref.perchannel``, ``docs/accelerator.md``).
+
+    * ``lanes``: channels per command, one PE each (a multiple of 4: a beat of the weight
+      blob or of the quantization block holds four PEs' words);
+    * ``precisions``: the ST configurations its PEs implement;
+    * ``plm_pixels``: input PLM bank, in pixels of ``lanes`` elements (an add's two inputs
+      share it);
+    * ``acc_pixels``: output buffer bank, in pixels of ``lanes`` 32-bit sums (a command's
+      output tile; the store requantizes from it, as conv2d's does from its accumulator PLM);
+    * ``max_kernel``: largest depthwise (h, w) kernel (the window registers' size);
+    * ``max_stride``: largest depthwise stride;
+    * ``requantizers``: input elements an add scales per cycle (each input element is
+      scaled by its multiplier before the sum);
+    * ``pe_dsp``: the ST multipliers are built from DSP blocks (see
+      :class:`hdl.st_multiplier.STMultiplier`).
+    """
 
     lanes: int = 16
     precisions: tuple = field(default=tuple(Precision))
+    plm_pixels: int = 1024
+    acc_pixels: int = 256
+    max_kernel: tuple = (3, 3)
+    max_stride: int = 2
+    requantizers: int = 4
+    pe_dsp: bool = True
 
     def __post_init__(self):
-        _positive("lanes", self.lanes)
+        for name in ("lanes", "plm_pixels", "acc_pixels", "max_stride", "requantizers"):
+            _positive(name, getattr(self, name))
+        if self.lanes % 4:
+            raise ValueError(f"lanes must be a multiple of 4, not {self.lanes!r}")
+        if len(self.max_kernel) != 2:
+            raise ValueError(f"max_kernel must be (h, w), not {self.max_kernel!r}")
+        for size in self.max_kernel:
+            _positive("max_kernel", size)
+        if not isinstance(self.pe_dsp, bool):
+            raise ValueError(f"pe_dsp must be a bool, not {self.pe_dsp!r}")
+        object.__setattr__(self, "max_kernel", tuple(self.max_kernel))
         object.__setattr__(self, "precisions", _precisions(self.precisions))
 
+    @property
+    def weight_rows(self):
+        """Rows of the weight PLM bank (``lanes`` words each): the taps of the largest kernel
+        at one tap per word (16-bit activations)."""
+        return self.max_kernel[0] * self.max_kernel[1]
+
+    def limits(self):
+        """The invocation-level golden model's limits for one command: the input PLM as
+        ``plm_pixels`` rows of ``lanes`` words, the weight PLM as :attr:`weight_rows` rows,
+        the output buffer as ``acc_pixels`` rows of ``lanes`` sums."""
+        return Limits(pes=self.lanes, plm_in=self.plm_pixels * self.lanes,
+                      plm_w=self.weight_rows * self.lanes, plm_acc=self.acc_pixels * self.lanes,
+                      max_kernel=self.max_kernel, max_stride=self.max_stride)
+
     def as_dict(self):
-        return asdict(self) | {"precisions": [p.label for p in self.precisions]}
+        return asdict(self) | {"precisions": [p.label for p in self.precisions],
+                               "max_kernel": list(self.max_kernel)}
 
 
 @dataclass(frozen=True)
@@ -224,6 +271,8 @@ DEFAULT_CONFIG = AcceleratorConfig()
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
                                  plm_acc_words=1024, max_width=256, pe_dsp=False)
+# A build with the per-channel datapath alone (8 lanes), for its tests and benchmarks.
+PERCHANNEL_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=8))
 
 
 #: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.

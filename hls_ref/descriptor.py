@@ -22,13 +22,13 @@ gives the error code the status word reports (:class:`ErrorCode`).
 import enum
 from dataclasses import dataclass
 
-from .dma import SEG_BYTES_WIDTH
+from .dma import SEG_BYTES_WIDTH, dma_request
 from .formats import BEAT_BITS
 from .precision import Precision
 
 __all__ = ["DESCRIPTOR_BEATS", "DESCRIPTOR_BYTES", "FIELDS", "MAX_SEGMENT_BYTES",
-           "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "Geometry", "Op", "check", "geometry",
-           "input_mode"]
+           "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "Geometry", "Mode", "Op", "check",
+           "geometry", "input_mode", "output_layout_ok", "output_request"]
 
 DESCRIPTOR_BEATS = 8
 DESCRIPTOR_BYTES = DESCRIPTOR_BEATS * BEAT_BITS // 8
@@ -48,12 +48,21 @@ class Op(enum.IntEnum):
     FC = 3
 
 
+class Mode(enum.IntEnum):
+    """The ``mode`` field of a per-channel descriptor (``op`` 2): which per-channel operation
+    it runs (``docs/accelerator.md``); other ops ignore it."""
+
+    DEPTHWISE = 0            # depthwise convolution, depth multiplier 1
+    AVGPOOL = 1              # global average pooling: the window is the whole tile
+    ADD = 2                  # element-wise add of two tensors (TFLite's quantized ADD)
+
+
 class ErrorCode(enum.IntEnum):
     """``STATUS.code``: why a command list stopped. Codes 1-15 are found by :func:`check`
     before a command touches memory; 16-18 while it runs; 19 when the list starts."""
 
     NONE = 0
-    BAD_OP = 1               # op is not this accelerator's kind
+    BAD_OP = 1               # no datapath of the build runs op (or per-channel mode 3)
     BAD_PRECISION = 2        # configuration code not built into the PE array
     BAD_OUT_WIDTH = 3        # out_width code 3
     ZERO_DIM = 4             # in_h, in_w, in_c, out_c or out_seg is 0
@@ -83,6 +92,7 @@ FIELDS = (
     ("acc_flag", 0, 10, 1, False, "1: add to the partial sums the previous command left"),
     ("q_flag", 0, 11, 1, False, "1: requantize and store the output tile"),
     ("relu", 0, 12, 1, False, "1: clamp below at the output zero point"),
+    ("mode", 0, 13, 2, False, "op 2: 0 depthwise conv, 1 average pool, 2 add (else ignored)"),
     ("kernel_h", 0, 16, 4, False, "kernel height"),
     ("kernel_w", 0, 20, 4, False, "kernel width"),
     ("stride_h", 0, 24, 2, False, "vertical stride"),
@@ -118,6 +128,7 @@ class Descriptor:
     acc_flag: int = 0
     q_flag: int = 1
     relu: int = 0
+    mode: int = 0
     kernel_h: int = 1
     kernel_w: int = 1
     stride_h: int = 1
@@ -227,17 +238,37 @@ def _layout_ok(desc, geo):
         return False
     if desc.w_addr % 8 or desc.q_addr % 8:
         return False
-    ob = geo.out_bits
+    return output_layout_ok(desc, geo.out_w, geo.out_bits)
+
+
+def output_layout_ok(desc, out_w, ob):
+    """The alignment rules of the output addressing, for ``out_w`` pixels per row of ``ob``-bit
+    elements (every datapath stores the same way)."""
     if desc.out_c > desc.out_seg or desc.out_seg > desc.out_pixel_stride:
         return False
     if (desc.out_row_stride * ob) % 8 or (ob == 16 and desc.out_addr % 2):
         return False
     if desc.out_seg == desc.out_pixel_stride:
         # pixels are contiguous: each row is one segment, padded with zeros to a whole byte
-        row_bytes = -(-geo.out_w * desc.out_seg * ob // 8)
+        row_bytes = -(-out_w * desc.out_seg * ob // 8)
         return row_bytes * 8 <= desc.out_row_stride * ob and row_bytes <= MAX_SEGMENT_BYTES
     return ((desc.out_pixel_stride * ob) % 8 == 0 and (desc.out_seg * ob) % 8 == 0
             and desc.out_seg * ob // 8 <= MAX_SEGMENT_BYTES)
+
+
+def output_request(desc, out_h, out_w, ob):
+    """The DMA request that stores an ``out_h x out_w`` tile of ``ob``-bit outputs of a valid
+    descriptor (every datapath stores the same way): one segment per row when the pixels are
+    contiguous (``out_seg == out_pixel_stride``), else one per pixel; strides wrap modulo
+    2**32."""
+    def stride(elements):
+        return elements * ob // 8 & 0xFFFFFFFF
+
+    if desc.out_seg == desc.out_pixel_stride:
+        row_bytes = -(-out_w * desc.out_seg * ob // 8)
+        return dma_request(desc.out_addr, row_bytes, 1, 0, out_h, stride(desc.out_row_stride))
+    return dma_request(desc.out_addr, desc.out_seg * ob // 8, out_w,
+                       stride(desc.out_pixel_stride), out_h, stride(desc.out_row_stride))
 
 
 def check(desc, config, acc_shape=None):
@@ -246,8 +277,10 @@ def check(desc, config, acc_shape=None):
 
     ``acc_shape`` is ``(out_h, out_w)`` of the partial sums the accumulators hold, or None
     (after reset or an error). The rules are applied in the order of :class:`ErrorCode`.
+    These are the conv2d datapath's checks; the per-channel datapath's (``op`` 2) are
+    :func:`hls_ref.perchannel.check` (``hls_ref.socket.ENGINES`` picks them by ``op``).
     """
-    if desc.op != Op.CONV2D:
+    if desc.op != Op.CONV2D or not config.conv:
         return ErrorCode.BAD_OP
     if desc.precision not in {p.value for p in config.precisions}:
         return ErrorCode.BAD_PRECISION

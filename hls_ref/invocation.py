@@ -1,4 +1,5 @@
-"""Invocation-level golden models of the three accelerators (2D conv, depthwise conv, FC).
+"""Invocation-level golden models of the accelerators' commands (2D conv, depthwise conv, FC,
+and the per-channel datapath's average pooling and add).
 
 One call of :meth:`~ConvAccelerator.invoke` is one accelerator command on one tile, as the
 hardware runs it: load the tile into PLM-sized arrays (capacities checked), pack activations
@@ -16,9 +17,10 @@ Flags across input-channel (or input-neuron) tiles, as in seed 002:
   (partial sums stay in the accumulator PLM).
 
 The tiled drivers (:func:`conv2d_tiled`, :func:`depthwise_conv2d_tiled`,
-:func:`fully_connected_tiled`) are the host loop: they cut a layer into commands
-(output-channel blocks, output-row stripes, input-channel tiles innermost) and reassemble the
-output. Any tiling must give the untiled layer's result (tests prove it).
+:func:`fully_connected_tiled`, :func:`avg_pool2d_tiled`, :func:`add_tiled`) are the host loop:
+they cut a layer into commands (output-channel blocks, output-row stripes, input-channel tiles
+innermost; a global average pool's input rows) and reassemble the output. Any tiling must give
+the untiled layer's result (tests prove it).
 """
 
 import itertools
@@ -35,12 +37,16 @@ from .st import pack_activations, pack_weights, st_product, wrap_signed
 __all__ = [
     "ACC_BITS",
     "DEFAULT_LIMITS",
+    "AddAccelerator",
     "Command",
     "ConvAccelerator",
     "DepthwiseAccelerator",
     "FCAccelerator",
     "InvocationError",
     "Limits",
+    "PoolAccelerator",
+    "add_tiled",
+    "avg_pool2d_tiled",
     "conv2d_tiled",
     "depthwise_conv2d_tiled",
     "fully_connected_tiled",
@@ -225,6 +231,81 @@ class FCAccelerator(_Accelerator):
         return self._accumulate(cmd, partial, qblock)
 
 
+class PoolAccelerator(_Accelerator):
+    """Global average pooling on the per-channel datapath: one channel per PE; every pixel of
+    the tile is one operation (the activation times a weight of one), so each PE sums its
+    channel over the tile. The quantization block's bias starts the sum, and its multiplier
+    and shift divide it by the window's element count (``hls_ref.perchannel.pool_scale``:
+    exact, with TFLite's rounding, for the counts and widths the compiler checks)."""
+
+    def invoke(self, cmd, x, qblock):
+        """``x`` HWC (C at most ``pes``); returns the (1, 1, C) output or None. Partial sums
+        carry across commands (``acc_flag``) when a window is cut into row tiles."""
+        if cmd.out_bits not in OUTPUT_WIDTHS:
+            raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
+                                  f"{cmd.out_bits}")
+        x = np.asarray(x, np.int64)
+        c = x.shape[2]
+        if c > self.limits.pes:
+            raise InvocationError(f"{c} channels exceed the {self.limits.pes} PEs")
+        _check_capacity("input tile", x.shape[0] * x.shape[1] * self.limits.pes,
+                        self.limits.plm_in)
+        partial = x.sum(axis=(0, 1), keepdims=True)
+        return self._accumulate(cmd, partial, qblock)
+
+
+class AddAccelerator(_Accelerator):
+    """TFLite's quantized ADD on the per-channel datapath, element by element: each input
+    less its zero point, shifted left, scaled by its multiplier; the sum scaled to the output,
+    plus the output zero point, clamped. The quantization block holds three entries: input A
+    (``bias`` = its zero point), input B, the output (``bias`` = the left shift, of which the
+    low five bits count) (``hls_ref.perchannel.add_qblock``).
+
+    The hardware computes in 32 bits: the differences, the shifted inputs and the sum wrap
+    modulo ``2**32`` (each scaling is :func:`hls_ref.quant.multiply_by_quantized_multiplier`
+    on an int32). Where nothing wraps -- TFLite's int8 adds: ``|x - zp| < 2**9`` shifted by
+    20 -- this is :func:`hls_ref.layers.add` exactly; the compiler refuses adds that could
+    wrap."""
+
+    def invoke(self, cmd, a, b, qblock):
+        """``a``, ``b`` HWC of one shape (C at most ``pes``); returns the output tile or None
+        (``q_flag`` clear). An add has no partial sums: ``acc_flag`` is refused."""
+        if cmd.out_bits not in OUTPUT_WIDTHS:
+            raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
+                                  f"{cmd.out_bits}")
+        if cmd.acc_flag:
+            raise InvocationError("an add has no partial sums: acc_flag must be clear")
+        a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        if a.shape != b.shape:
+            raise InvocationError(f"inputs {a.shape} and {b.shape} differ")
+        if a.shape[2] > self.limits.pes:
+            raise InvocationError(f"{a.shape[2]} channels exceed the {self.limits.pes} PEs")
+        _check_capacity("input tiles", 2 * a.shape[0] * a.shape[1] * self.limits.pes,
+                        self.limits.plm_in)
+        _check_capacity("output tile", a.shape[0] * a.shape[1] * self.limits.pes,
+                        self.limits.plm_acc)
+        if qblock.channels != 3:
+            raise InvocationError(f"an add's quantization block has 3 entries, not "
+                                  f"{qblock.channels}")
+        self.acc = None
+        if not cmd.q_flag:
+            return None
+        bits = cmd.out_bits
+        low = max(qblock.act_min, -(1 << (bits - 1)))
+        high = min(qblock.act_max, (1 << (bits - 1)) - 1)
+        zp, mult, shift = (np.asarray(v, np.int64) for v in
+                           (qblock.bias, qblock.multiplier, qblock.shift))
+        left = int(zp[2]) & 31
+
+        def scaled(x, k):
+            shifted = wrap_signed(wrap_signed(x - zp[k], ACC_BITS) << left, ACC_BITS)
+            return multiply_by_quantized_multiplier(shifted, mult[k], shift[k])
+
+        total = wrap_signed(scaled(a, 0) + scaled(b, 1), ACC_BITS)
+        out = multiply_by_quantized_multiplier(total, mult[2], shift[2]) + qblock.zero_point
+        return np.clip(out, low, high)
+
+
 def row_tile(out_rows, in_height, kernel, stride, pad_top, pad_bottom):
     """Input rows and tile padding for output rows ``[r0, r1)`` of a convolution.
 
@@ -328,3 +409,33 @@ def fully_connected_tiled(x, w, qblock, cmd, *, out_splits=(), in_splits=(),
         out[o0:o1] = y
     return out
 
+
+def avg_pool2d_tiled(x, qblock, cmd, *, out_splits=(), row_splits=(), limits=DEFAULT_LIMITS):
+    """A global average pool (the window is the whole input) as commands over channel blocks
+    and, innermost, input-row tiles whose partial sums carry over (``acc_flag``); returns the
+    (1, 1, C) output."""
+    x = np.asarray(x, np.int64)
+    accelerator = PoolAccelerator(limits)
+    out = np.zeros((1, 1, x.shape[2]), np.int64)
+    for o0, o1 in tile_bounds(out_splits, x.shape[2]):
+        tiles = tile_bounds(row_splits, x.shape[0])
+        for k, (r0, r1) in enumerate(tiles):
+            tile_cmd = Command(cmd.precision, cmd.out_bits, acc_flag=k > 0,
+                               q_flag=k == len(tiles) - 1)
+            y = accelerator.invoke(tile_cmd, x[r0:r1, :, o0:o1], qblock.select(o0, o1))
+        out[..., o0:o1] = y
+    return out
+
+
+def add_tiled(a, b, qblock, cmd, *, out_splits=(), row_splits=(), limits=DEFAULT_LIMITS):
+    """An element-wise add as commands over channel blocks and row stripes; ``qblock`` is the
+    layer's three-entry block (every command loads the same one)."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    accelerator = AddAccelerator(limits)
+    out = np.zeros(a.shape, np.int64)
+    for o0, o1 in tile_bounds(out_splits, a.shape[2]):
+        for r0, r1 in tile_bounds(row_splits, a.shape[0]):
+            out[r0:r1, :, o0:o1] = accelerator.invoke(
+                Command(cmd.precision, cmd.out_bits), a[r0:r1, :, o0:o1],
+                b[r0:r1, :, o0:o1], qblock)
+    return out

@@ -30,10 +30,12 @@ from .descriptor import (
     Op,
     check,
     geometry,
+    output_request,
 )
 from .dma import BEAT_BYTES, DmaRequest, dma_request
 from .formats import QuantBlock
 from .invocation import Command, ConvAccelerator
+from .perchannel import PerChannelEngine
 from .st import signed_field
 
 __all__ = ["ENGINES", "ConvEngine", "SocketModel", "Status", "input_tile", "load_requests",
@@ -70,14 +72,7 @@ def load_requests(desc, config):
 def store_request(desc):
     """The output request of a valid descriptor with ``q_flag`` set."""
     geo = geometry(desc)
-    ob = geo.out_bits
-    if desc.out_seg == desc.out_pixel_stride:
-        row_bytes = -(-geo.out_w * desc.out_seg * ob // 8)
-        return dma_request(desc.out_addr, row_bytes, 1, 0, geo.out_h,
-                           _stride_bytes(desc.out_row_stride, ob))
-    return dma_request(desc.out_addr, desc.out_seg * ob // 8, geo.out_w,
-                       _stride_bytes(desc.out_pixel_stride, ob), geo.out_h,
-                       _stride_bytes(desc.out_row_stride, ob))
+    return output_request(desc, geo.out_h, geo.out_w, geo.out_bits)
 
 
 @dataclass
@@ -174,16 +169,21 @@ def input_tile(memory, desc):
 
 def _store_tile(mem, desc, y):
     geo = geometry(desc)
-    ob = geo.out_bits
-    out = np.zeros((geo.out_h, geo.out_w, desc.out_seg), np.int64)
+    _store_segments(mem, desc, y, geo.out_h, geo.out_w, geo.out_bits)
+
+
+def _store_segments(mem, desc, y, out_h, out_w, ob):
+    """Write an ``out_h x out_w`` tile of ``ob``-bit outputs as a store unit does (every
+    datapath stores the same way)."""
+    out = np.zeros((out_h, out_w, desc.out_seg), np.int64)
     out[..., :desc.out_c] = y[..., :desc.out_c]
     row, pixel = _stride_bytes(desc.out_row_stride, ob), _stride_bytes(desc.out_pixel_stride, ob)
     if desc.out_seg == desc.out_pixel_stride:
-        for r in range(geo.out_h):
+        for r in range(out_h):
             mem.write_segment((desc.out_addr + r * row) & ADDR_MASK, out[r], ob)
     else:
-        for r in range(geo.out_h):
-            for q in range(geo.out_w):
+        for r in range(out_h):
+            for q in range(out_w):
                 mem.write_segment((desc.out_addr + r * row + q * pixel) & ADDR_MASK,
                                   out[r, q], ob)
 
@@ -262,30 +262,31 @@ class ConvEngine:
         status.outputs.append((index, y[..., :desc.out_c]))
 
 
-def read_qblock(mem, desc, q_req, pes):
+def read_qblock(mem, desc, q_req, pes, entries=None):
     """The command's quantization block, widened to ``pes`` channels (unused PEs get zeros);
     a placeholder when the command loads none (it neither starts nor requantizes). A block
-    whose channel count is not ``out_c`` or that asks for double-precision scaling ends the
-    list with ``BAD_QBLOCK``."""
+    whose entry count is not ``entries`` (default ``out_c``) or that asks for
+    double-precision scaling ends the list with ``BAD_QBLOCK``."""
+    entries = desc.out_c if entries is None else entries
     zeros = np.zeros(pes, np.int64)
     if q_req is None:
         return QuantBlock(0, 0, 0, zeros, zeros, zeros)
     raw = mem.read_bytes(desc.q_addr, q_req.seg_bytes).view("<u8")
     header = int(raw[0])
-    if (header >> 56) + 1 != desc.out_c or header >> 48 & 1:
+    if (header >> 56) + 1 != entries or header >> 48 & 1:
         raise _FaultError(ErrorCode.BAD_QBLOCK)
     q = QuantBlock.unpack(raw)
     low = max(q.act_min, q.zero_point) if desc.relu else q.act_min
 
     def widen(values):
-        return np.concatenate([values, zeros[:pes - desc.out_c]])
+        return np.concatenate([values, zeros[:pes - entries]])
 
     return QuantBlock(q.zero_point, low, q.act_max, widen(q.bias), widen(q.multiplier),
                       widen(q.shift))
 
 
 #: The golden engine of each datapath, by descriptor ``op``.
-ENGINES = {Op.CONV2D: ConvEngine}
+ENGINES = {Op.CONV2D: ConvEngine, Op.DEPTHWISE: PerChannelEngine}
 
 
 class SocketModel:
@@ -303,7 +304,7 @@ class SocketModel:
 
     def __init__(self, config=DEFAULT_CONFIG):
         self.config = config
-        self.engines = {op: ENGINES[op](config) for op in config.ops}
+        self.engines = {op: ENGINES[op](config) for op in config.ops if op in ENGINES}
 
     def reset(self):
         for engine in self.engines.values():

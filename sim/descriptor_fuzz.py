@@ -17,6 +17,10 @@ probabilities a field is replaced by any value of its width (the checks must nam
 reaches past the image (the memory answers with an error), an address wraps around 2**32, or a
 byte of a command's operands, output or descriptor answers with an error.
 
+Commands are drawn for every datapath of the build the fuzzer has a generator for
+(:data:`GENERATORS`: conv2d, and the per-channel datapath's depthwise, average-pool and add
+modes), switching datapath within a list.
+
 The golden model (:class:`hls_ref.socket.SocketModel`) must run every list without raising; the
 cocotb testbenches compare the RTL with it (``tests/cocotb/tb_conv2d.py``).
 """
@@ -31,9 +35,13 @@ from hls_ref.descriptor import (
     MAX_SEGMENT_BYTES,
     OUT_WIDTH_CODES,
     Descriptor,
+    Mode,
     Op,
 )
 from hls_ref.formats import QuantBlock
+from hls_ref.perchannel import ADD_ENTRIES
+from hls_ref.perchannel import load_requests as perchannel_loads
+from hls_ref.perchannel import store_request as perchannel_store
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel, load_requests, store_request
 
@@ -122,6 +130,28 @@ def _qblock(rng, out_c, out_bits):
                       rng.integers(0, 1 << 31, out_c), shifts)
 
 
+def _output(rng, regions, out_c, out_h, out_w, ob):
+    """The output fields of a command storing ``out_c`` channels of an ``out_h x out_w``
+    tile of ``ob``-bit elements in the write region (row segments of contiguous pixels, or
+    pixel segments), or None when they do not fit."""
+    byte_unit = 8 // ob if ob < 8 else 1                      # elements per byte
+    if rng.random() < 0.5:
+        # contiguous pixels: each row one segment, zero-filled to a byte before the next row
+        seg = out_pixel = out_c + int(rng.integers(0, 3))
+        row_bytes = -(-out_w * seg * ob // 8)
+        out_row = row_bytes * 8 // ob + byte_unit * int(rng.integers(0, 4))
+    else:
+        # one segment per pixel, each starting and ending on a byte; rows may overlap
+        seg = -(-out_c // byte_unit) * byte_unit + byte_unit * int(rng.integers(0, 2))
+        out_pixel = seg + byte_unit * int(rng.integers(1, 3))
+        out_row = byte_unit * int(rng.integers(0, -(-out_w * out_pixel // byte_unit) + 3))
+    if -(-seg * ob // 8) > MAX_SEGMENT_BYTES:
+        return None
+    out_extent = ((out_h - 1) * out_row + (out_w - 1) * out_pixel + seg) * ob // 8 + 8
+    return dict(out_addr=regions.place(regions.write, out_extent, 2 if ob == 16 else 1),
+                out_row_stride=out_row, out_pixel_stride=out_pixel, out_seg=seg)
+
+
 def _conv_geometry(rng, config, prev):
     """The arithmetic of one conv2d command: kernel, stride, padding, tile sizes, precision
     and output width (a continuation of ``prev``'s partial sums when given)."""
@@ -178,36 +208,22 @@ def _conv_descriptor(rng, config, regions, prev):
     in_addr = regions.place(regions.read, extent, 8 if narrow else 2)
     w_bytes = 2 * g["kernel_h"] * g["kernel_w"] * groups * config.pes
     w_addr = regions.place(regions.read, w_bytes, 8)
-    # output: row segments (contiguous pixels) or pixel segments
     out_c = int(rng.integers(1, config.pes + 1))
-    byte_unit = 8 // ob if ob < 8 else 1                      # elements per byte
-    if rng.random() < 0.5:
-        # contiguous pixels: each row one segment, zero-filled to a byte before the next row
-        seg = out_pixel = out_c + int(rng.integers(0, 3))
-        row_bytes = -(-out_w * seg * ob // 8)
-        out_row = row_bytes * 8 // ob + byte_unit * int(rng.integers(0, 4))
-    else:
-        # one segment per pixel, each starting and ending on a byte; rows may overlap
-        seg = -(-out_c // byte_unit) * byte_unit + byte_unit * int(rng.integers(0, 2))
-        out_pixel = seg + byte_unit * int(rng.integers(1, 3))
-        out_row = byte_unit * int(rng.integers(0, -(-out_w * out_pixel // byte_unit) + 3))
-    if -(-seg * ob // 8) > MAX_SEGMENT_BYTES:
+    out = _output(rng, regions, out_c, out_h, out_w, ob)
+    if out is None:
         return None
-    out_extent = ((out_h - 1) * out_row + (out_w - 1) * out_pixel + seg) * ob // 8 + 8
-    out_addr = regions.place(regions.write, out_extent, 2 if ob == 16 else 1)
     acc_flag = int(prev is not None)
     q_flag = int(rng.random() < 0.7)
     q_bytes = 8 * (1 + 2 * out_c)
     q_addr = regions.place(regions.read, q_bytes, 8)
-    if None in (in_addr, w_addr, out_addr, q_addr):
+    if None in (in_addr, w_addr, out["out_addr"], q_addr):
         return None
     desc = Descriptor(
         op=Op.CONV2D, precision=p.value, out_width=out_code, acc_flag=acc_flag,
         q_flag=q_flag, relu=int(rng.integers(2)), **g,
         pad_value=int(rng.integers(-(1 << 15), 1 << 15)),
         in_c=in_c, out_c=out_c, in_addr=in_addr, in_row_stride=row,
-        in_pixel_stride=pixel, out_pixel_stride=out_pixel, w_addr=w_addr, q_addr=q_addr,
-        out_addr=out_addr, out_row_stride=out_row, out_seg=seg)
+        in_pixel_stride=pixel, w_addr=w_addr, q_addr=q_addr, **out)
     loads_q = not acc_flag or q_flag
     return desc, (_qblock(rng, out_c, ob) if loads_q else None)
 
@@ -261,8 +277,98 @@ def _conv_draw(rng, config, regions, prev):
     return desc, [] if qblock is None else [(desc.q_addr, qblock.pack().view(np.uint8))]
 
 
+def _perchannel_descriptor(rng, config, regions, prev):
+    """One per-channel command (``hls_ref.perchannel``: depthwise, average pool or add), or
+    None when the drawn tile does not fit the build or the image; what to plant."""
+    section = config.depthwise
+    p = Precision(_pick(rng, section.precisions))
+    out_code = _pick(rng, OUT_WIDTH_CODES)
+    bits, ob, lanes = p.act_bits, OUT_WIDTH_CODES[out_code], section.lanes
+    chain = prev is not None and prev.mode == Mode.AVGPOOL
+    mode = Mode.AVGPOOL if chain else Mode(_pick(rng, Mode))
+    if mode == Mode.DEPTHWISE:
+        kh = int(rng.integers(1, section.max_kernel[0] + 1))
+        kw = int(rng.integers(1, section.max_kernel[1] + 1))
+        g = dict(kernel_h=kh, kernel_w=kw,
+                 stride_h=int(rng.integers(1, section.max_stride + 1)),
+                 stride_w=int(rng.integers(1, section.max_stride + 1)),
+                 pad_top=int(rng.integers(kh)), pad_bottom=int(rng.integers(kh)),
+                 pad_left=int(rng.integers(kw)), pad_right=int(rng.integers(kw)))
+        in_h = int(rng.integers(max(1, kh - g["pad_top"] - g["pad_bottom"]), 9))
+        in_w = int(rng.integers(max(1, kw - g["pad_left"] - g["pad_right"]), 12))
+        out_h = (in_h + g["pad_top"] + g["pad_bottom"] - kh) // g["stride_h"] + 1
+        out_w = (in_w + g["pad_left"] + g["pad_right"] - kw) // g["stride_w"] + 1
+    else:
+        # a pool or an add has no kernel: the fields are ignored, any value
+        g = {name: int(rng.integers(1 << width)) if rng.random() < 0.3 else default
+             for name, width, default in (("kernel_h", 4, 1), ("kernel_w", 4, 1),
+                                          ("stride_h", 2, 1), ("stride_w", 2, 1),
+                                          ("pad_top", 4, 0), ("pad_bottom", 4, 0),
+                                          ("pad_left", 4, 0), ("pad_right", 4, 0))}
+        in_h, in_w = int(rng.integers(1, 9)), int(rng.integers(1, 12))
+        out_h, out_w = (1, 1) if mode == Mode.AVGPOOL else (in_h, in_w)
+    inputs = 2 if mode == Mode.ADD else 1
+    if inputs * in_h * in_w > section.plm_pixels or out_h * out_w > section.acc_pixels:
+        return None
+    # input pixels start on a byte (16-bit ones on an even byte); rows and pixels may overlap
+    unit = 8 // bits if bits < 8 else 1
+    channels = int(rng.integers(1, lanes + 1))
+    pixel = -(-channels // unit) * unit + unit * int(rng.integers(0, 3))
+    row_min = in_w * pixel
+    row = _pick(rng, [row_min, row_min + unit * int(rng.integers(1, 4)),
+                      unit * int(rng.integers(0, row_min // unit + 1))])
+    extent = ((in_h - 1) * row + in_w * pixel) * bits // 8 + 8
+    align = 2 if bits == 16 else 1
+    in_addr = regions.place(regions.read, extent, align)
+    if mode == Mode.ADD:
+        w_addr = regions.place(regions.read, extent, align)
+    else:
+        groups = -(-g["kernel_h"] * g["kernel_w"] // p.lanes)
+        w_addr = regions.place(regions.read, 2 * groups * lanes, 8)
+    out = _output(rng, regions, channels, out_h, out_w, ob)
+    if out is None:
+        return None
+    acc_flag = int(chain)
+    q_flag = int(mode != Mode.AVGPOOL or rng.random() < 0.6)
+    entries = ADD_ENTRIES if mode == Mode.ADD else channels
+    q_addr = regions.place(regions.read, 8 * (1 + 2 * entries), 8)
+    if None in (in_addr, w_addr, out["out_addr"], q_addr):
+        return None
+    desc = Descriptor(
+        op=Op.DEPTHWISE, mode=mode, precision=p.value, out_width=out_code, acc_flag=acc_flag,
+        q_flag=q_flag, relu=int(rng.integers(2)), **g,
+        pad_value=int(rng.integers(-(1 << 15), 1 << 15)), in_h=in_h, in_w=in_w,
+        in_c=channels, out_c=channels, in_addr=in_addr, in_row_stride=row,
+        in_pixel_stride=pixel, w_addr=w_addr, q_addr=q_addr, **out)
+    if acc_flag and not q_flag:
+        return desc, []
+    return desc, [(q_addr, _qblock(rng, entries, ob).pack().view(np.uint8))]
+
+
+def _perchannel_ranges(desc, config):
+    """Byte ranges a per-channel command's loads and store touch (for fault draws)."""
+    ranges = []
+    for request in perchannel_loads(desc, config.depthwise):
+        if request is not None:
+            ranges += [(a, request.seg_bytes) for a in request.segments()]
+    if desc.q_flag:
+        request = perchannel_store(desc)
+        ranges += [(a, request.seg_bytes) for a in request.segments()]
+    return ranges
+
+
+def _perchannel_note(desc):
+    mode = Mode(desc.mode).name.lower() if desc.mode in set(Mode) else f"mode {desc.mode}"
+    kernel = (f" k{desc.kernel_h}x{desc.kernel_w} s{desc.stride_h}x{desc.stride_w}"
+              if desc.mode == Mode.DEPTHWISE else "")
+    return (f"{mode} {Precision(desc.precision).label} {OUT_WIDTH_CODES[desc.out_width]}-bit"
+            f"{kernel} {desc.in_h}x{desc.in_w}x{desc.in_c} acc{desc.acc_flag} q{desc.q_flag}")
+
+
 #: The fuzzer's generator of each datapath, by descriptor ``op``.
-GENERATORS = {Op.CONV2D: Generator(_conv_draw, _conv_ranges, _conv_note)}
+GENERATORS = {Op.CONV2D: Generator(_conv_draw, _conv_ranges, _conv_note),
+              Op.DEPTHWISE: Generator(_perchannel_descriptor, _perchannel_ranges,
+                                      _perchannel_note)}
 
 
 def _regions_of(generator, desc, config, index, desc_addr):

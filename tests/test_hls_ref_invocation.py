@@ -190,15 +190,16 @@ def test_any_conv_tiling_equals_the_untiled_layer(precision, out_bits, data):
 @SETTINGS
 @given(st.data())
 @pytest.mark.parametrize("precision", list(Precision))
-def test_any_depthwise_tiling_equals_the_untiled_layer(precision, data):
+@pytest.mark.parametrize("out_bits", [4, 8, 16])
+def test_any_depthwise_tiling_equals_the_untiled_layer(precision, out_bits, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
     x, w, zp, kernel, c = _random_layer(rng, precision, "dw")
     stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
     padding = tuple(int(v) for v in rng.integers(0, min(kernel), 4))
-    qblock, bias = _qblock(rng, c, zp, w.reshape(-1, c).T, 8)
-    cmd = Command(precision, 8, kernel, stride, padding, zp)
+    qblock, bias = _qblock(rng, c, zp, w.reshape(-1, c).T, out_bits)
+    cmd = Command(precision, out_bits, kernel, stride, padding, zp)
     untiled = depthwise_conv2d_acc(x, w, bias, zp, stride=stride, padding=padding)
-    expected = _requantized(untiled, qblock, 8)
+    expected = _requantized(untiled, qblock, out_bits)
     tiled = depthwise_conv2d_tiled(x, w, qblock, cmd, out_splits=_splits(data.draw, c),
                                    row_splits=_splits(data.draw, expected.shape[0]), limits=BIG)
     assert np.array_equal(tiled, expected)
