@@ -40,8 +40,9 @@ _ERROR_TEXT = {
     ErrorCode.BAD_LAYOUT: "an address or stride breaks the alignment rules below",
     ErrorCode.ACC_STATE: "`acc_flag` is set but the accumulators hold no partial sums of this "
                          "output size (after reset, an error, or a different tile)",
-    ErrorCode.BAD_QBLOCK: "the quantization block's channel count is not `out_c`, or it asks "
-                          "for double-precision scaling (FC only)",
+    ErrorCode.BAD_QBLOCK: "the quantization block's channel count is not `out_c`, or its "
+                          "layout is not the datapath's (conv2d: fixed point; FC: the shared "
+                          "layout with a positive normal scale)",
     ErrorCode.AXI_READ: "a read (descriptor or operand) got SLVERR or DECERR",
     ErrorCode.AXI_WRITE: "a write of the output got SLVERR or DECERR",
     ErrorCode.BAD_DESC_ADDR: "`DESC_ADDR` is not 64-byte aligned (found at the start, before "

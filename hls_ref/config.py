@@ -20,6 +20,7 @@ from .precision import Precision
 __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
+    "FC_MAX_OUTPUTS",
     "ICE40_CONFIG",
     "MAX_SOC_ACCELERATORS",
     "PERCHANNEL_CONFIG",
@@ -104,17 +105,68 @@ class DepthwiseConfig:
                                "max_kernel": list(self.max_kernel)}
 
 
+#: Most output neurons of one FC command: a quantization block describes at most 256 channels.
+FC_MAX_OUTPUTS = 256
+
+
 @dataclass(frozen=True)
 class FCConfig:
-    """The fully-connected datapath of a build: ``pes`` output neurons per command, the ST
-    configurations it implements."""
+    """The fully-connected datapath of a build (``docs/accelerator.md``, FC commands).
 
-    pes: int = 8
+    * ``pes``: processing elements, one output neuron each: a command's outputs are computed
+      in blocks of ``pes``;
+    * ``st_units``: ST multipliers per PE (1, 2 or 4): every cycle a PE multiplies
+      ``st_units`` consecutive ST words of one input vector by its neuron's weights;
+    * ``max_batch``: input vectors per command (accumulators per PE): each weight row is
+      used once per vector;
+    * ``plm_in_words``: input PLM bank, in 16-bit words (every vector of a command, each in
+      whole 64-bit beats);
+    * ``precisions``: the ST configurations the PEs implement.
+
+    ``pes * st_units`` ST words of weights are one *weight row* (``docs/formats.md``), a whole
+    number of 64-bit beats in every configuration built: a multiple of 4 words, or of 8 when
+    a configuration with 8-bit weight words (a8w4, a16w8) is built.
+    """
+
+    pes: int = 4
+    st_units: int = 2
+    max_batch: int = 8
+    plm_in_words: int = 4096
     precisions: tuple = field(default=tuple(Precision))
 
     def __post_init__(self):
-        _positive("pes", self.pes)
+        for name in ("pes", "max_batch", "plm_in_words"):
+            _positive(name, getattr(self, name))
+        if self.st_units not in (1, 2, 4):
+            raise ValueError(f"st_units must be 1, 2 or 4 (the ST words of one step lie in "
+                             f"one 64-bit beat), not {self.st_units!r}")
+        if self.plm_in_words % 4:
+            raise ValueError(f"plm_in_words must be a multiple of 4 (whole beats), not "
+                             f"{self.plm_in_words!r}")
         object.__setattr__(self, "precisions", _precisions(self.precisions))
+        # an output block's weight rows are one DMA segment (at most 65535 bytes): up to
+        # plm_in_words / st_units steps of pes * st_units 16-bit unit words
+        if 2 * self.plm_in_words * self.pes > (1 << 16) - 1:
+            raise ValueError(f"plm_in_words * pes must be below 32768 (an output block's "
+                             f"weights are one DMA segment), not "
+                             f"{self.plm_in_words * self.pes}")
+        units = self.pes * self.st_units
+        for p in self.precisions:
+            if (units * p.lanes * p.weight_bits) % BEAT_BITS:
+                raise ValueError(f"pes * st_units must make a weight row of whole 64-bit "
+                                 f"beats at {p.label} (a multiple of "
+                                 f"{BEAT_BITS // (p.lanes * p.weight_bits)}), not {units}")
+
+    @property
+    def units(self):
+        """ST multipliers of the datapath (``pes * st_units``)."""
+        return self.pes * self.st_units
+
+    @property
+    def acc_words(self):
+        """Accumulator PLM bank, in 32-bit words: every output of a command, for every vector
+        (the outputs in whole blocks of ``pes``)."""
+        return -(-FC_MAX_OUTPUTS // self.pes) * self.pes * self.max_batch
 
     def as_dict(self):
         return asdict(self) | {"precisions": [p.label for p in self.precisions]}

@@ -17,18 +17,25 @@ tile of any HWC tensor of ``docs/formats.md`` (dense sub-words, channel and row 
 
 :func:`check` is the order in which the hardware validates a descriptor: the first failing rule
 gives the error code the status word reports (:class:`ErrorCode`).
+
+An FC command (``op`` 3, :func:`check_fc`) reads the same fields with its own meaning
+(``docs/accelerator.md``): ``in_h`` vectors of ``in_c`` inputs (a batch), each at
+``in_addr + b * in_row_stride`` elements, ``out_c`` output neurons, and ``out_seg`` elements
+written per output row at ``out_addr + b * out_row_stride`` elements; the kernel, stride,
+padding, ``in_w`` and pixel-stride fields are not used.
 """
 
 import enum
 from dataclasses import dataclass
 
 from .dma import SEG_BYTES_WIDTH, dma_request
-from .formats import BEAT_BITS
+from .formats import BEAT_BITS, FCRows
 from .precision import Precision
 
 __all__ = ["DESCRIPTOR_BEATS", "DESCRIPTOR_BYTES", "FIELDS", "MAX_SEGMENT_BYTES",
-           "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "Geometry", "Mode", "Op", "check",
-           "geometry", "input_mode", "output_layout_ok", "output_request"]
+           "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "FCGeometry", "Geometry", "Mode", "Op",
+           "check", "check_fc", "fc_geometry", "geometry", "input_mode", "output_layout_ok",
+           "output_request"]
 
 DESCRIPTOR_BEATS = 8
 DESCRIPTOR_BYTES = DESCRIPTOR_BEATS * BEAT_BITS // 8
@@ -271,6 +278,58 @@ def output_request(desc, out_h, out_w, ob):
                        stride(desc.out_pixel_stride), out_h, stride(desc.out_row_stride))
 
 
+@dataclass(frozen=True)
+class FCGeometry:
+    """What a valid FC descriptor implies: its weight rows, and the beats of one input vector
+    (the loader reads whole beats)."""
+
+    precision: Precision
+    out_bits: int
+    rows: FCRows
+    vector_beats: int
+
+
+def fc_geometry(desc, fc):
+    """The :class:`FCGeometry` of an FC descriptor that passed the field checks of
+    :func:`check_fc` on a datapath built from ``fc`` (:class:`hls_ref.config.FCConfig`)."""
+    p = Precision(desc.precision)
+    rows = FCRows(p, fc.pes, fc.st_units, desc.in_c, desc.out_c)
+    return FCGeometry(p, OUT_WIDTH_CODES[desc.out_width], rows,
+                      -(-desc.in_c * p.act_bits // BEAT_BITS))
+
+
+def check_fc(desc, fc, acc_shape=None):
+    """The error code of FC descriptor ``desc`` on a datapath built from ``fc``
+    (:class:`hls_ref.config.FCConfig`); ``acc_shape`` is ``(vectors, outputs)`` of the partial
+    sums the FC accumulators hold, or None. The rules are applied in the order of
+    :class:`ErrorCode` (codes that concern convolutions only are never raised)."""
+    from .config import FC_MAX_OUTPUTS
+
+    if desc.precision not in {p.value for p in fc.precisions}:
+        return ErrorCode.BAD_PRECISION
+    if desc.out_width not in OUT_WIDTH_CODES:
+        return ErrorCode.BAD_OUT_WIDTH
+    if 0 in (desc.in_h, desc.in_c, desc.out_c, desc.out_seg):
+        return ErrorCode.ZERO_DIM
+    if desc.out_c > FC_MAX_OUTPUTS:
+        return ErrorCode.TOO_MANY_CHANNELS
+    geo = fc_geometry(desc, fc)
+    if desc.in_h * geo.vector_beats * (BEAT_BITS // 16) > fc.plm_in_words:
+        return ErrorCode.INPUT_TOO_LARGE
+    if desc.in_h > fc.max_batch:
+        return ErrorCode.OUTPUT_TOO_LARGE
+    bits, ob = geo.precision.act_bits, geo.out_bits
+    if (desc.in_addr % 8 or (desc.in_row_stride * bits) % BEAT_BITS
+            or desc.in_c > desc.in_row_stride or desc.w_addr % 8 or desc.q_addr % 8
+            or not desc.out_c <= desc.out_seg <= desc.out_row_stride
+            or (desc.out_row_stride * ob) % 8 or (ob == 16 and desc.out_addr % 2)
+            or -(-desc.out_seg * ob // 8) > MAX_SEGMENT_BYTES):
+        return ErrorCode.BAD_LAYOUT
+    if desc.acc_flag and acc_shape != (desc.in_h, desc.out_c):
+        return ErrorCode.ACC_STATE
+    return ErrorCode.NONE
+
+
 def check(desc, config, acc_shape=None):
     """The error code of ``desc`` on an accelerator built from ``config``
     (:class:`hls_ref.config.AcceleratorConfig`), :attr:`ErrorCode.NONE` if it may run.
@@ -278,7 +337,8 @@ def check(desc, config, acc_shape=None):
     ``acc_shape`` is ``(out_h, out_w)`` of the partial sums the accumulators hold, or None
     (after reset or an error). The rules are applied in the order of :class:`ErrorCode`.
     These are the conv2d datapath's checks; the per-channel datapath's (``op`` 2) are
-    :func:`hls_ref.perchannel.check` (``hls_ref.socket.ENGINES`` picks them by ``op``).
+    :func:`hls_ref.perchannel.check`, the FC datapath's (``op`` 3) :func:`check_fc`
+    (``hls_ref.socket.ENGINES`` picks them by ``op``).
     """
     if desc.op != Op.CONV2D or not config.conv:
         return ErrorCode.BAD_OP

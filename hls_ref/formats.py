@@ -12,7 +12,10 @@
 * :func:`conv_weight_blob`, :func:`depthwise_weight_blob`, :func:`fc_weight_blob` -- weights
   pre-arranged by the compiler as the PE array consumes them: one 16-bit ST ``B`` operand per
   PE per cycle, already in the crossed slot order.
-* :class:`QuantBlock` -- per-layer and per-output-channel requantization parameters.
+* :func:`fc_stream_blob` -- the FC datapath's weights, streamed from memory as its PEs consume
+  them: dense weight rows (:class:`FCRows`), no unused bits.
+* :class:`QuantBlock` -- per-layer and per-output-channel requantization parameters (and the
+  FC datapath's shared-scale layout).
 * :func:`accumulator_bound` -- the no-overflow proof the compiler runs on the real weights.
 """
 
@@ -22,18 +25,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from .precision import Precision
-from .st import pack_weights
+from .st import pack_weights, signed_field
 
 __all__ = [
     "BEAT_BITS",
     "LAYOUTS",
     "OUTPUT_WIDTHS",
     "BlockedLayout",
+    "FCRows",
     "QuantBlock",
     "TensorLayout",
     "accumulator_bound",
     "conv_weight_blob",
     "depthwise_weight_blob",
+    "fc_stream_blob",
+    "fc_stream_weights",
     "fc_weight_blob",
     "fold_input_zero_point",
     "make_layout",
@@ -293,6 +299,106 @@ def fc_weight_blob(w, precision, pes):
     return _words_to_blob(words.transpose(0, 2, 1))
 
 
+@dataclass(frozen=True)
+class FCRows:
+    """The weight rows of one FC command on a datapath of ``pes`` PEs of ``st_units`` ST
+    multipliers (``docs/formats.md`` section 2).
+
+    A *unit word* is the ST ``B`` operand of ``lanes`` consecutive inputs with the unused high
+    bits of each slot removed: ``lanes * weight_bits`` bits (16, or 8 at a8w4 and a16w8), the
+    weight of input ``g * lanes + k`` at bits ``[(lanes - 1 - k) * weight_bits, ...)``. A
+    *weight row* is ``pes * st_units`` unit words, PE after PE, each PE's ``st_units`` words
+    consecutive: what the PEs consume in one step. Outputs go in blocks of ``pes``, inputs in
+    *steps* of ``st_units * lanes``; a command's blob is its rows in the order ``(block,
+    step)``.
+    """
+
+    precision: Precision
+    pes: int
+    st_units: int
+    inputs: int
+    outputs: int
+
+    @property
+    def unit_bits(self):
+        """Bits of one unit word."""
+        return self.precision.lanes * self.precision.weight_bits
+
+    @property
+    def row_bits(self):
+        return self.pes * self.st_units * self.unit_bits
+
+    @property
+    def row_beats(self):
+        """64-bit beats of one weight row."""
+        return self.row_bits // BEAT_BITS
+
+    @property
+    def step_inputs(self):
+        """Inputs of one step (``st_units`` ST words)."""
+        return self.st_units * self.precision.lanes
+
+    @property
+    def steps(self):
+        return -(-self.inputs // self.step_inputs)
+
+    @property
+    def blocks(self):
+        return -(-self.outputs // self.pes)
+
+    @property
+    def block_beats(self):
+        """Beats of one output block's rows (a contiguous DMA segment)."""
+        return self.steps * self.row_beats
+
+    @property
+    def beats(self):
+        return self.blocks * self.block_beats
+
+
+def _compact_words(words, precision):
+    """ST ``B`` words -> unit words: each slot's low ``weight_bits`` bits, slot after slot."""
+    p = precision
+    words = np.asarray(words, np.int64)
+    out = np.zeros(words.shape, np.int64)
+    for k in range(p.lanes):
+        field = (words >> (k * p.slot_bits)) & ((1 << p.weight_bits) - 1)
+        out |= field << (k * p.weight_bits)
+    return out
+
+
+def fc_stream_blob(w, precision, pes, st_units):
+    """FullyConnected weights ``[out, in]`` -> beats of the FC datapath's weight stream
+    (:class:`FCRows`): outputs in blocks of ``pes`` and inputs in steps of ``st_units * lanes``,
+    both zero-filled; rows in the order ``(block, step)``, unit words packed densely."""
+    precision = Precision.parse(precision)
+    w = np.asarray(w, np.int64)
+    rows = FCRows(precision, pes, st_units, w.shape[1], w.shape[0])
+    padded = np.zeros((rows.blocks * pes, rows.steps * rows.step_inputs), np.int64)
+    padded[:w.shape[0], :w.shape[1]] = w
+    words = _compact_words(pack_weights(padded, precision), precision)  # (O, steps * U)
+    words = words.reshape(rows.blocks, pes, rows.steps, st_units).transpose(0, 2, 1, 3)
+    words = words.reshape(-1, BEAT_BITS // rows.unit_bits).astype(np.uint64)
+    shifts = np.arange(words.shape[1], dtype=np.uint64) * np.uint64(rows.unit_bits)
+    return np.bitwise_or.reduce(words << shifts, axis=1)
+
+
+def fc_stream_weights(beats, rows):
+    """The weights ``[blocks * pes, steps * st_units * lanes]`` that the beats of a weight
+    stream (:class:`FCRows` ``rows``) hold: the inverse of :func:`fc_stream_blob`, zero-filled
+    parts included."""
+    p = rows.precision
+    beats = np.asarray(beats, np.uint64)
+    per_beat = BEAT_BITS // rows.unit_bits
+    shifts = np.arange(per_beat, dtype=np.uint64) * np.uint64(rows.unit_bits)
+    words = ((beats[:, None] >> shifts) & np.uint64((1 << rows.unit_bits) - 1)).astype(np.int64)
+    words = words.reshape(rows.blocks, rows.steps, rows.pes, rows.st_units)
+    words = words.transpose(0, 2, 1, 3).reshape(rows.blocks * rows.pes, -1)
+    lanes = [signed_field(words, (p.lanes - 1 - k) * p.weight_bits, p.weight_bits)
+             for k in range(p.lanes)]
+    return np.stack(lanes, axis=-1).reshape(words.shape[0], -1)
+
+
 def fold_input_zero_point(bias, w_by_channel, input_zero_point):
     """Bias with the input zero point folded in: ``bias[o] - zp_in * sum(w[o, ...])``.
 
@@ -324,15 +430,30 @@ def _check_field(name, values, bits):
         raise ValueError(f"{name} {bad[0]} does not fit signed {bits} bits")
 
 
+def _double_bits(value):
+    """The IEEE binary64 bit pattern of ``value``."""
+    return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+
+
+def _bits_double(bits):
+    return struct.unpack("<d", struct.pack("<Q", int(bits)))[0]
+
+
 @dataclass(frozen=True)
 class QuantBlock:
     """Requantization parameters of one layer tile, as the accelerator loads them.
 
     Layout (64-bit beats): beat 0 is the header -- bits 0-15 output zero point, 16-31 clamp
     minimum, 32-47 clamp maximum (all int16), bit 48 the scaling mode (0 fixed point, 1 double
-    precision), bits 56-63 the channel count minus one; then two beats per output channel:
-    the folded int32 bias (bits 0-31) and the Q31 multiplier (bits 32-63), then either the
-    int8 shift (fixed point, bits 0-7) or the IEEE binary64 scale (double precision).
+    precision), bit 49 the shared layout, bits 56-63 the channel count minus one; then two
+    beats per output channel: the folded int32 bias (bits 0-31) and the Q31 multiplier (bits
+    32-63), then either the int8 shift (fixed point, bits 0-7) or the IEEE binary64 scale
+    (double precision).
+
+    The *shared* layout (bits 48 and 49 set; :meth:`pack` with ``shared=True``), which the FC
+    datapath reads, has one double-precision scale for every channel: beat 1 is the scale,
+    then the folded biases, two per beat (channel ``2j`` in bits 0-31 of beat ``2 + j``,
+    ``2j + 1`` in bits 32-63; the last beat's free half is zero).
     """
 
     zero_point: int
@@ -353,8 +474,19 @@ class QuantBlock:
                           self.multiplier[lo:hi], self.shift[lo:hi],
                           None if self.real_scale is None else self.real_scale[lo:hi])
 
-    def pack(self):
-        """-> uint64 beats; a field outside its width raises ``ValueError`` naming it."""
+    @property
+    def shared_scale(self):
+        """The one double-precision scale of every channel, or None (fixed-point scaling, or
+        scales that differ between channels)."""
+        if self.real_scale is None or not len(self.real_scale):
+            return None
+        scales = np.asarray(self.real_scale, np.float64)
+        return float(scales[0]) if np.all(scales == scales[0]) else None
+
+    def pack(self, *, shared=False):
+        """-> uint64 beats; a field outside its width raises ``ValueError`` naming it.
+
+        ``shared``: the shared layout (one double-precision scale for every channel)."""
         n = self.channels
         if not 1 <= n <= 256:
             raise ValueError(f"a quantization block holds 1 to 256 channels, not {n}")
@@ -367,7 +499,17 @@ class QuantBlock:
             raise ValueError("multiplier must be a Q31 significand in [0, 2**31)")
         header = ((self.zero_point & 0xFFFF) | (self.act_min & 0xFFFF) << 16
                   | (self.act_max & 0xFFFF) << 32
-                  | (int(self.real_scale is not None) << 48) | (n - 1) << 56)
+                  | (int(self.real_scale is not None) << 48) | int(shared) << 49
+                  | (n - 1) << 56)
+        if shared:
+            scale = self.shared_scale
+            if scale is None:
+                raise ValueError("the shared layout needs one double-precision scale for "
+                                 "every channel")
+            biases = [int(b) & 0xFFFF_FFFF for b in self.bias] + [0] * (n % 2)
+            return np.array([header, _double_bits(scale)]
+                            + [lo | hi << 32 for lo, hi in zip(biases[0::2], biases[1::2])],
+                            np.uint64)
         beats = [header]
         for c in range(n):
             bias, mult = int(self.bias[c]), int(self.multiplier[c])
@@ -375,7 +517,7 @@ class QuantBlock:
             if self.real_scale is None:
                 beats.append(int(self.shift[c]) & 0xFF)
             else:
-                beats.append(struct.unpack("<Q", struct.pack("<d", self.real_scale[c]))[0])
+                beats.append(_double_bits(self.real_scale[c]))
         return np.array(beats, np.uint64)
 
     @classmethod
@@ -387,6 +529,16 @@ class QuantBlock:
 
         header = beats[0]
         n = (header >> 56) + 1
+        if header >> 49 & 1:
+            if len(beats) != 2 + (n + 1) // 2:
+                raise ValueError(f"a shared block of {n} channels has {2 + (n + 1) // 2} "
+                                 f"beats, not {len(beats)}")
+            halves = [b >> (32 * k) & 0xFFFF_FFFF for b in beats[2:] for k in range(2)]
+            zeros = np.zeros(n, np.int64)
+            return cls(signed(header & 0xFFFF, 16), signed(header >> 16 & 0xFFFF, 16),
+                       signed(header >> 32 & 0xFFFF, 16),
+                       np.array([signed(h, 32) for h in halves[:n]], np.int64), zeros, zeros,
+                       np.full(n, _bits_double(beats[1])))
         if len(beats) != 1 + 2 * n:
             raise ValueError(f"a block of {n} channels has {1 + 2 * n} beats, not {len(beats)}")
         double = bool(header >> 48 & 1)

@@ -31,7 +31,7 @@ import numpy as np
 from .config import DEFAULT_CONFIG, Limits
 from .formats import OUTPUT_WIDTHS
 from .precision import Precision
-from .quant import multiply_by_quantized_multiplier, scale_by_double
+from .quant import multiply_by_quantized_multiplier, scale_by_double_integer
 from .st import pack_activations, pack_weights, st_product, wrap_signed
 
 __all__ = [
@@ -103,7 +103,10 @@ def _check_capacity(what, needed, capacity):
 
 def _requantize(acc, qblock, out_bits):
     if qblock.real_scale is not None:
-        scaled = scale_by_double(acc, qblock.real_scale)
+        # the integer algorithm (equal to round(double(acc) * scale), as LiteRT's FC kernel
+        # computes it, for every int32 accumulator), saturated where a huge scale would
+        # overflow: beyond the int16 clamp the saturation changes no output
+        scaled = scale_by_double_integer(acc, qblock.real_scale, limit=1 << 31)
     else:
         scaled = multiply_by_quantized_multiplier(acc, qblock.multiplier, qblock.shift)
     low = max(qblock.act_min, -(1 << (out_bits - 1)))
@@ -214,20 +217,23 @@ class FCAccelerator(_Accelerator):
     """Fully connected: one output neuron per PE; ST lanes from consecutive inputs."""
 
     def invoke(self, cmd, x, w, qblock):
-        """``x`` [in], ``w`` [out (at most ``pes``), in]; ``cmd.kernel`` etc. are ignored."""
+        """``x`` [in] or a batch [vectors, in], ``w`` [out (at most ``pes``), in];
+        ``cmd.kernel`` etc. are ignored. Returns [out] (or [vectors, out]) or None."""
         p = Precision.parse(cmd.precision)
         if cmd.out_bits not in OUTPUT_WIDTHS:
             raise InvocationError(f"output width must be one of {OUTPUT_WIDTHS}, not "
                                   f"{cmd.out_bits}")
         x, w = np.asarray(x, np.int64), np.asarray(w, np.int64)
-        if x.ndim != 1 or w.ndim != 2 or w.shape[1] != x.shape[0]:
+        if x.ndim not in (1, 2) or w.ndim != 2 or w.shape[1] != x.shape[-1]:
             raise InvocationError(f"weights {w.shape} do not match the {x.shape} inputs")
         if w.shape[0] > self.limits.pes:
             raise InvocationError(f"{w.shape[0]} outputs exceed the {self.limits.pes} PEs")
-        groups = -(-x.shape[0] // p.lanes)
-        _check_capacity("input tile", groups, self.limits.plm_in)
+        groups = -(-x.shape[-1] // p.lanes)
+        _check_capacity("input tile", groups * (x.shape[0] if x.ndim == 2 else 1),
+                        self.limits.plm_in)
         _check_capacity("weight tile", w.shape[0] * groups, self.limits.plm_w)
-        partial = st_product(pack_activations(x, p)[None], pack_weights(w, p), p).sum(axis=-1)
+        partial = st_product(pack_activations(x, p)[..., None, :], pack_weights(w, p),
+                             p).sum(axis=-1)
         return self._accumulate(cmd, partial, qblock)
 
 

@@ -128,13 +128,15 @@ def _double_parts(value):
     return int(fraction * (1 << 53)), exponent - 53
 
 
-def scale_by_double_integer(x, scale):
+def scale_by_double_integer(x, scale, *, limit=None):
     """:func:`scale_by_double` with integer operations only (the hardware's algorithm).
 
     1. exact product of ``x`` and the 53-bit significand of ``scale`` (at most 84 bits);
     2. round it to 53 significant bits, ties to even (the IEEE double product);
     3. round the scaled value to an integer, ties away from zero.
-    ``scale`` must be a positive normal double; results are exact for |x| < 2**31.
+    ``scale`` must be a positive normal double; results are exact for |x| < 2**31. With
+    ``limit``, magnitudes above it become ``limit`` (a saturating result, for scales so large
+    that the exact one would not fit).
     """
     x = np.asarray(x, np.int64)
     scales = np.broadcast_to(np.asarray(scale, np.float64), x.shape)
@@ -154,6 +156,8 @@ def scale_by_double_integer(x, scale):
             fraction_bits = -exponent
             magnitude = product >> fraction_bits
             magnitude += (product >> (fraction_bits - 1)) & 1
+        if limit is not None:
+            magnitude = min(magnitude, limit)
         out[index] = -magnitude if x[index] < 0 else magnitude
     return out
 

@@ -22,24 +22,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import DEFAULT_CONFIG
+from .config import DEFAULT_CONFIG, FC_MAX_OUTPUTS, Limits
 from .descriptor import (
     DESCRIPTOR_BYTES,
     Descriptor,
     ErrorCode,
     Op,
     check,
+    check_fc,
+    fc_geometry,
     geometry,
     output_request,
 )
 from .dma import BEAT_BYTES, DmaRequest, dma_request
-from .formats import QuantBlock
-from .invocation import Command, ConvAccelerator
+from .formats import QuantBlock, fc_stream_weights
+from .invocation import Command, ConvAccelerator, FCAccelerator
 from .perchannel import PerChannelEngine
 from .st import signed_field
 
-__all__ = ["ENGINES", "ConvEngine", "SocketModel", "Status", "input_tile", "load_requests",
-           "read_qblock", "store_request", "store_tile"]
+__all__ = ["ENGINES", "ConvEngine", "FCEngine", "SocketModel", "Status", "check_descriptor",
+           "fc_load_requests", "fc_store_request", "input_tile", "load_requests", "read_qblock",
+           "store_request", "store_tile"]
 
 
 #: Byte addresses are 32 bits wide; address arithmetic wraps modulo 2**32, as on the bus.
@@ -73,6 +76,35 @@ def store_request(desc):
     """The output request of a valid descriptor with ``q_flag`` set."""
     geo = geometry(desc)
     return output_request(desc, geo.out_h, geo.out_w, geo.out_bits)
+
+
+def fc_load_requests(desc, fc):
+    """``(input, weights, qblock or None)`` requests of a valid FC descriptor on a datapath
+    built from ``fc`` (:class:`hls_ref.config.FCConfig`): every vector in whole beats, the
+    weight stream block after block, the shared-layout quantization block."""
+    geo = fc_geometry(desc, fc)
+    x = dma_request(desc.in_addr, BEAT_BYTES * geo.vector_beats, desc.in_h,
+                    _stride_bytes(desc.in_row_stride, geo.precision.act_bits), 1, 0)
+    block = BEAT_BYTES * geo.rows.block_beats
+    w = dma_request(desc.w_addr, block, geo.rows.blocks, block, 1, 0)
+    q = (DmaRequest(desc.q_addr, BEAT_BYTES * (2 + (desc.out_c + 1) // 2))
+         if (not desc.acc_flag or desc.q_flag) else None)
+    return x, w, q
+
+
+def fc_store_request(desc):
+    """The output request of a valid FC descriptor with ``q_flag`` set: one segment of
+    ``out_seg`` elements (zero-filled to a whole byte) per vector."""
+    ob = {0: 4, 1: 8, 2: 16}[desc.out_width]
+    return dma_request(desc.out_addr, -(-desc.out_seg * ob // 8), desc.in_h,
+                       _stride_bytes(desc.out_row_stride, ob), 1, 0)
+
+
+def _fc_scale_ok(bits):
+    """The shared scale is a positive normal double (sign 0, exponent neither 0 nor all
+    ones): the requantizer's integer algorithm is defined for those."""
+    exponent = bits >> 52 & 0x7FF
+    return not bits >> 63 and 0 < exponent < 0x7FF
 
 
 @dataclass
@@ -285,8 +317,113 @@ def read_qblock(mem, desc, q_req, pes, entries=None):
                       widen(q.shift))
 
 
+class FCEngine:
+    """The FC datapath's commands (an engine of :class:`SocketModel`, see
+    :class:`ConvEngine`): checks (:func:`hls_ref.descriptor.check_fc`), loads, compute on
+    :class:`hls_ref.invocation.FCAccelerator` (its capacities are the ``fc`` section's, checked
+    by ``check_fc``) and store.
+
+    The hardware multiplies whole steps, so the inputs after ``in_c`` in the last step (memory
+    contents, within the vector's last beat) meet the weights the blob holds for them (zeros,
+    as the compiler writes it)."""
+
+    op = Op.FC
+
+    def __init__(self, config):
+        self.config = config
+        unbounded = 1 << 40
+        self.accelerator = FCAccelerator(Limits(pes=FC_MAX_OUTPUTS, plm_in=unbounded,
+                                                plm_w=unbounded, plm_acc=unbounded))
+        self.acc_shape = None
+
+    def reset(self):
+        self.accelerator.acc = None
+        self.acc_shape = None
+
+    def check(self, desc):
+        return check_fc(desc, self.config.fc, self.acc_shape)
+
+    def run(self, mem, desc, index, status):
+        fc = self.config.fc
+        geo = fc_geometry(desc, fc)
+        p, rows = geo.precision, geo.rows
+        x_req, w_req, q_req = fc_load_requests(desc, fc)
+        loads = [req for req in (x_req, w_req, q_req) if req is not None]
+        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+
+        def faulty(req):
+            try:
+                mem.read_request(req)
+            except _FaultError:
+                return True
+            return False
+
+        # The datapath computes while the weights stream, once the input and the block have
+        # arrived intact: an error response in the weight stream is found at its end, after
+        # the command's MAC cycles (they count); one in the input or the block, or a bad
+        # block, is found before (nothing is computed).
+        if faulty(x_req) or (q_req is not None and faulty(q_req)):
+            raise _FaultError(ErrorCode.AXI_READ)
+        weights_faulty = faulty(w_req)
+        macs = rows.blocks * rows.steps * desc.in_h
+
+        inputs = rows.steps * rows.step_inputs
+        index_of = (np.arange(desc.in_h)[:, None] * desc.in_row_stride
+                    + np.arange(inputs)[None, :])
+        x = mem.read_elements(desc.in_addr, index_of, p.act_bits)
+
+        zeros = np.zeros(desc.out_c, np.int64)
+        qblock = QuantBlock(0, 0, 0, zeros, zeros, zeros)
+        if q_req is not None:
+            raw = mem.read_bytes(desc.q_addr, q_req.seg_bytes).view("<u8")
+            header = int(raw[0])
+            if ((header >> 56) + 1 != desc.out_c or header >> 48 & 3 != 3
+                    or not _fc_scale_ok(int(raw[1]))):
+                raise _FaultError(ErrorCode.AXI_READ if weights_faulty
+                                  else ErrorCode.BAD_QBLOCK)
+            q = QuantBlock.unpack(raw)
+            low = max(q.act_min, q.zero_point) if desc.relu else q.act_min
+            qblock = QuantBlock(q.zero_point, low, q.act_max, q.bias, q.multiplier, q.shift,
+                                q.real_scale)
+        if weights_faulty:
+            status.mac_cycles += macs
+            raise _FaultError(ErrorCode.AXI_READ)
+        # (the stream is one segment per block: a whole layer may exceed a segment's bytes)
+        block = BEAT_BYTES * rows.block_beats
+        raw = np.concatenate([mem.read_bytes(desc.w_addr + k * block, block)
+                              for k in range(rows.blocks)]).view("<u8")
+        weights = fc_stream_weights(raw, rows)[:desc.out_c]
+        cmd = Command(p, geo.out_bits, acc_flag=bool(desc.acc_flag),
+                      q_flag=bool(desc.q_flag))
+        y = self.accelerator.invoke(cmd, x, weights, qblock)
+        self.acc_shape = (desc.in_h, desc.out_c)
+        status.mac_cycles += macs
+        if y is None:
+            return
+        store = fc_store_request(desc)
+        status.bytes_written += store.bytes
+        mem.check_write(store)
+        out = np.zeros((desc.in_h, desc.out_seg), np.int64)
+        out[:, :desc.out_c] = y
+        row = _stride_bytes(desc.out_row_stride, geo.out_bits)
+        for b in range(desc.in_h):
+            mem.write_segment((desc.out_addr + b * row) & ADDR_MASK, out[b], geo.out_bits)
+        status.outputs.append((index, y))
+
+
 #: The golden engine of each datapath, by descriptor ``op``.
-ENGINES = {Op.CONV2D: ConvEngine, Op.DEPTHWISE: PerChannelEngine}
+ENGINES = {Op.CONV2D: ConvEngine, Op.DEPTHWISE: PerChannelEngine, Op.FC: FCEngine}
+
+
+def check_descriptor(desc, config, acc_shape=None):
+    """The code :class:`SocketModel` reports for ``desc`` before it touches memory on a build
+    from ``config``: the checks of the engine of its ``op``, ``BAD_OP`` when the build has no
+    datapath for it; ``acc_shape`` is the shape of the partial sums that datapath holds."""
+    if desc.op not in config.ops:
+        return ErrorCode.BAD_OP
+    engine = ENGINES[desc.op](config)
+    engine.acc_shape = acc_shape
+    return engine.check(desc)
 
 
 class SocketModel:

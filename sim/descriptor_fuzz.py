@@ -18,11 +18,12 @@ reaches past the image (the memory answers with an error), an address wraps arou
 byte of a command's operands, output or descriptor answers with an error.
 
 Commands are drawn for every datapath of the build the fuzzer has a generator for
-(:data:`GENERATORS`: conv2d, and the per-channel datapath's depthwise, average-pool and add
-modes), switching datapath within a list.
+(:data:`GENERATORS`: conv2d, the per-channel datapath's depthwise, average-pool and add
+modes, and FC: batches, partial sums, shared-scale blocks, scales that saturate), switching
+datapath within a list.
 
 The golden model (:class:`hls_ref.socket.SocketModel`) must run every list without raising; the
-cocotb testbenches compare the RTL with it (``tests/cocotb/tb_conv2d.py``).
+cocotb testbenches compare the RTL with it (``tests/cocotb/tb_conv2d.py``, ``tb_fc.py``).
 """
 
 from dataclasses import dataclass, field, replace
@@ -38,12 +39,18 @@ from hls_ref.descriptor import (
     Mode,
     Op,
 )
-from hls_ref.formats import QuantBlock
+from hls_ref.formats import FCRows, QuantBlock
 from hls_ref.perchannel import ADD_ENTRIES
 from hls_ref.perchannel import load_requests as perchannel_loads
 from hls_ref.perchannel import store_request as perchannel_store
 from hls_ref.precision import Precision
-from hls_ref.socket import SocketModel, load_requests, store_request
+from hls_ref.socket import (
+    SocketModel,
+    fc_load_requests,
+    fc_store_request,
+    load_requests,
+    store_request,
+)
 
 __all__ = ["GENERATORS", "FuzzList", "Generator", "random_list"]
 
@@ -228,6 +235,55 @@ def _conv_descriptor(rng, config, regions, prev):
     return desc, (_qblock(rng, out_c, ob) if loads_q else None)
 
 
+def _fc_qblock(rng, out_c, out_bits):
+    """An FC block (shared layout): the conv fields' draws, one scale over a wide range
+    (now and then a huge one, which saturates)."""
+    q = _qblock(rng, out_c, out_bits)
+    scale = float(rng.uniform(1, 2)) * 2.0 ** int(rng.integers(-40, 1)) \
+        if rng.random() < 0.95 else 2.0 ** int(rng.integers(1, 900))
+    return QuantBlock(q.zero_point, q.act_min, q.act_max, q.bias, np.zeros(out_c, np.int64),
+                      np.zeros(out_c, np.int64), np.full(out_c, scale))
+
+
+def _fc_descriptor(rng, config, regions, prev):
+    """One FC command (a continuation of ``prev``'s partial sums when given), or None when
+    it does not fit the image; its quantization block to plant, if any."""
+    fc = config.fc
+    p = Precision(_pick(rng, fc.precisions))
+    out_code = _pick(rng, OUT_WIDTH_CODES)
+    bits, ob = p.act_bits, OUT_WIDTH_CODES[out_code]
+    per_beat = 64 // bits
+    if prev is not None:
+        in_h, out_c = prev.in_h, prev.out_c
+    else:
+        in_h = int(rng.integers(1, fc.max_batch + 1))
+        out_c = int(rng.integers(1, 41)) if rng.random() < 0.9 else int(rng.integers(1, 257))
+    in_c = int(rng.integers(1, 97))
+    vector_beats = -(-in_c // per_beat)
+    if in_h * vector_beats * 4 > fc.plm_in_words:
+        return None
+    row = -(-in_c // per_beat) * per_beat + per_beat * int(rng.integers(0, 3))
+    in_addr = regions.place(regions.read, (in_h - 1) * row * bits // 8 + 8 * vector_beats, 8)
+    rows = FCRows(p, fc.pes, fc.st_units, in_c, out_c)
+    w_addr = regions.place(regions.read, 8 * rows.beats, 8)
+    byte_unit = 8 // ob if ob < 8 else 1
+    seg = out_c + int(rng.integers(0, 4))
+    out_row = -(-seg // byte_unit) * byte_unit + byte_unit * int(rng.integers(0, 3))
+    out_extent = ((in_h - 1) * out_row + seg) * ob // 8 + 8
+    out_addr = regions.place(regions.write, out_extent, 2 if ob == 16 else 1)
+    acc_flag = int(prev is not None)
+    q_flag = int(rng.random() < 0.7)
+    q_addr = regions.place(regions.read, 8 * (2 + (out_c + 1) // 2), 8)
+    if None in (in_addr, w_addr, out_addr, q_addr):
+        return None
+    desc = Descriptor(op=Op.FC, precision=p.value, out_width=out_code, acc_flag=acc_flag,
+                      q_flag=q_flag, relu=int(rng.integers(2)), in_h=in_h, in_c=in_c,
+                      out_c=out_c, in_addr=in_addr, in_row_stride=row, w_addr=w_addr,
+                      q_addr=q_addr, out_addr=out_addr, out_row_stride=out_row, out_seg=seg)
+    loads_q = not acc_flag or q_flag
+    return desc, (_fc_qblock(rng, out_c, ob) if loads_q else None)
+
+
 def _mutate(rng, desc):
     """``desc`` with one field replaced by any value of its width."""
     name, _, _, width, is_signed, _ = FIELDS[int(rng.integers(len(FIELDS)))]
@@ -357,6 +413,27 @@ def _perchannel_ranges(desc, config):
     return ranges
 
 
+def _fc_draw(rng, config, regions, prev):
+    drawn = _fc_descriptor(rng, config, regions, prev)
+    if drawn is None:
+        return None
+    desc, qblock = drawn
+    return desc, ([] if qblock is None
+                  else [(desc.q_addr, qblock.pack(shared=True).view(np.uint8))])
+
+
+def _fc_ranges(desc, config):
+    """Byte ranges an FC command's loads and store touch (for fault draws)."""
+    ranges = []
+    for request in fc_load_requests(desc, config.fc):
+        if request is not None:
+            ranges += [(a, request.seg_bytes) for a in request.segments()]
+    if desc.q_flag:
+        request = fc_store_request(desc)
+        ranges += [(a, request.seg_bytes) for a in request.segments()]
+    return ranges
+
+
 def _perchannel_note(desc):
     mode = Mode(desc.mode).name.lower() if desc.mode in set(Mode) else f"mode {desc.mode}"
     kernel = (f" k{desc.kernel_h}x{desc.kernel_w} s{desc.stride_h}x{desc.stride_w}"
@@ -365,10 +442,16 @@ def _perchannel_note(desc):
             f"{kernel} {desc.in_h}x{desc.in_w}x{desc.in_c} acc{desc.acc_flag} q{desc.q_flag}")
 
 
+def _fc_note(desc):
+    return (f"{Precision(desc.precision).label} {OUT_WIDTH_CODES[desc.out_width]}-bit "
+            f"{desc.in_h}x{desc.in_c}->{desc.out_c} acc{desc.acc_flag} q{desc.q_flag}")
+
+
 #: The fuzzer's generator of each datapath, by descriptor ``op``.
 GENERATORS = {Op.CONV2D: Generator(_conv_draw, _conv_ranges, _conv_note),
               Op.DEPTHWISE: Generator(_perchannel_descriptor, _perchannel_ranges,
-                                      _perchannel_note)}
+                                      _perchannel_note),
+              Op.FC: Generator(_fc_draw, _fc_ranges, _fc_note)}
 
 
 def _regions_of(generator, desc, config, index, desc_addr):
@@ -431,7 +514,8 @@ def random_list(rng, config, *, commands=(1, 6), ops=None, read_bytes=24 << 10,
             desc = replace(desc, in_addr=regions.size - 8 * int(rng.integers(1, 4)))
             note += " past the image"
         elif rng.random() < p_wrap:
-            desc = replace(desc, in_addr=(1 << 32) - 2 * int(rng.integers(1, 64)))
+            step = 8 if op == Op.FC else 2          # the input's alignment
+            desc = replace(desc, in_addr=(1 << 32) - step * int(rng.integers(1, 64)))
             note += " wraps"
         if rng.random() < p_invalid:
             desc, what = _mutate(rng, desc)

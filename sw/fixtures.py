@@ -1,18 +1,20 @@
-"""Layers for tests and benchmarks: random conv layers whose accumulators cannot overflow,
-random tilings, and the MLPerf Tiny models' conv layers as programs with their real weights
-(``sw.program`` builds the programs; this module only chooses what to build)."""
+"""Layers for tests and benchmarks: random conv and FC layers whose accumulators cannot
+overflow, random tilings, and the MLPerf Tiny models' conv layers as programs with their real
+weights, conv and FullyConnected (``sw.program`` builds the programs; this module only
+chooses what to build)."""
 
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
 from hls_ref.formats import QuantBlock, fold_input_zero_point
 from hls_ref.invocation import Command
-from hls_ref.layers import Requant, conv2d
+from hls_ref.layers import Requant, conv2d, fully_connected
 from hls_ref.quant import quantize_multiplier
 
-from .program import compiler_program
+from .program import compiler_program, fc_program
 
-__all__ = ["model_conv_programs", "random_conv", "random_splits"]
+__all__ = ["model_conv_programs", "model_fc_layers", "model_fc_programs", "random_conv",
+           "random_fc", "random_splits"]
 
 
 def random_conv(rng, precision, out_bits, *, cin=None, cout=None, kernel=None, size=None,
@@ -44,6 +46,32 @@ def random_conv(rng, precision, out_bits, *, cin=None, cout=None, kernel=None, s
     requant = Requant(qb.multiplier, qb.shift, zp_out, -top - 1, top)
     want = conv2d(x, weights, bias, zp_in, requant, stride=(sh, sw), padding=pads)
     return x, weights, qb, cmd, want
+
+
+def random_fc(rng, precision, out_bits, *, vectors=None, inputs=None, outputs=None):
+    """A random FullyConnected layer whose accumulators cannot overflow: ``(x, weights,
+    qblock, command, want)`` with ``x`` a batch ``[vectors, inputs]``, one double-precision
+    scale for every output (the FC rule, ``docs/formats.md`` section 4) and the reference
+    ``want`` (``hls_ref.layers.fully_connected``). Unset sizes are drawn from ``rng``."""
+    p = precision
+    a_lo, a_hi = -(1 << (p.act_bits - 1)), (1 << (p.act_bits - 1)) - 1
+    vectors = vectors or int(rng.integers(1, 4))
+    inputs = inputs or int(rng.integers(1, 70))
+    outputs = outputs or int(rng.integers(1, 40))
+    w_max = min(1 << (p.weight_bits - 1), max(1, (1 << 29) // (inputs << p.act_bits)))
+    weights = rng.integers(-w_max, w_max, (outputs, inputs))
+    x = rng.integers(a_lo, a_hi + 1, (vectors, inputs))
+    zp_in = int(rng.integers(a_lo, a_hi + 1))
+    bias = rng.integers(-5000, 5000, outputs)
+    folded = fold_input_zero_point(bias, weights, zp_in)
+    scale = np.full(outputs, float(rng.uniform(1e-4, 0.2)) / (1 << int(rng.integers(0, 8))))
+    top = (1 << (out_bits - 1)) - 1
+    zp_out = int(rng.integers(-top // 2, top // 2 + 1))
+    zeros = np.zeros(outputs, np.int64)
+    qb = QuantBlock(zp_out, -top - 1, top, folded, zeros, zeros, scale)
+    want = fully_connected(x, weights, bias, zp_in,
+                           Requant(zeros, zeros, zp_out, -top - 1, top, scale))
+    return x, weights, qb, Command(p, out_bits, pad_value=zp_in), want
 
 
 def random_splits(rng, total, multiple=1, most=3):
@@ -81,4 +109,57 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0):
                                            layer.qblock, layer.command, config, name=op.name,
                                            seed=seed)
         programs.append((op.name, program, tiling, np.asarray(values[op.output])[0]))
+    return programs
+
+
+def model_fc_layers(model, *, vectors=1, seed=0):
+    """Every FullyConnected layer of a built-in model (``resnet8``, ``dscnn``, ``vww``,
+    ``autoencoder``), lowered (``sw.lowering.lower_layer``: real weights and quantization),
+    with ``vectors`` input vectors (a batch: the layer's inputs, flattened -- a Reshape is a
+    view -- in golden-model runs of the network on seeded random inputs) and the golden
+    network's outputs of the layer for them (bit-exact with LiteRT, ``docs/results.md``).
+
+    Returns ``[(layer name, x [vectors, inputs], lowered layer, reference [vectors,
+    outputs])]``."""
+    from sw import graph as g
+    from sw.golden import prepare, run_graph
+    from sw.lowering import lower_layer
+    from sw.tflite_import import load_model
+
+    graph = load_model(model)
+    parameters = prepare(graph)
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(vectors):
+        x = rng.integers(-128, 128, graph.input.shape).astype(graph.input.dtype)
+        _, runs = run_graph(graph, x, parameters)
+        values.append({graph.input.name: x} | {r.op.output: r.output for r in runs})
+    layers = []
+    for op in graph.ops:
+        if not isinstance(op, g.FullyConnected):
+            continue
+        layer = lower_layer(graph, op)
+        outputs, inputs = layer.weights.shape
+        x = np.concatenate([np.asarray(v[op.inputs[0]]).reshape(-1, inputs) for v in values])
+        want = np.concatenate([np.asarray(v[op.output]).reshape(-1, outputs) for v in values])
+        layers.append((op.name, x.astype(np.int64), layer, want))
+    return layers
+
+
+def model_fc_programs(model, config, *, vectors=1, seed=0):
+    """:func:`model_fc_layers` as programs for ``config``'s FC datapath, tiled by the FC
+    tiling compiler (``sw.tiling.fc``).
+
+    Returns ``[(layer name, program, tiling, reference output [vectors, outputs])]``."""
+    from .tiling.fc import fc_tiling
+
+    programs = []
+    for name, x, layer, want in model_fc_layers(model, vectors=vectors, seed=seed):
+        cmd = layer.command
+        tiling = fc_tiling(name, x.shape[0], x.shape[1], layer.weights.shape[0],
+                           cmd.precision, config)
+        program = fc_program(x, layer.weights, layer.qblock, cmd, config,
+                             out_splits=tiling.out_splits, in_splits=tiling.in_splits,
+                             batch_splits=tiling.batch_splits, seed=seed)
+        programs.append((name, program, tiling, want))
     return programs

@@ -1,5 +1,8 @@
 """A layer as an accelerator program: descriptors and operands in an external-memory image.
 
+:func:`fc_program` does the same for a FullyConnected layer on the FC datapath (vector tiles
+of a batch, output tiles, input tiles innermost).
+
 :func:`conv2d_program` cuts a 2D convolution into commands (output-channel tiles in PE
 blocks, output-row stripes, input-channel tiles innermost, as
 :func:`hls_ref.invocation.conv2d_tiled` does), writes one descriptor per command
@@ -18,12 +21,12 @@ import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
 from hls_ref.descriptor import DESCRIPTOR_BYTES, OUT_WIDTH_CODES, Descriptor, Op
-from hls_ref.formats import TensorLayout, conv_weight_blob
+from hls_ref.formats import TensorLayout, conv_weight_blob, fc_stream_blob
 from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel
 
-__all__ = ["Program", "ProgramError", "compiler_program", "conv2d_program"]
+__all__ = ["Program", "ProgramError", "compiler_program", "conv2d_program", "fc_program"]
 
 OUT_WIDTH_CODE = {bits: code for code, bits in OUT_WIDTH_CODES.items()}
 _ALIGN = 64
@@ -95,6 +98,15 @@ class _Image:
         for addr, data in self.chunks:
             memory[addr:addr + len(data)] = data
         return memory
+
+    def program(self, seed, desc_addr, descriptors, out_addr, out_layout, config):
+        """The :class:`Program` of this image: the fill pattern of ``seed``, the regions
+        placed, the descriptors written at ``desc_addr``."""
+        memory = self.build(np.random.default_rng(seed))
+        raw = b"".join(d.to_bytes() for d in descriptors)
+        memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+        return Program(memory, desc_addr, descriptors, out_addr, out_layout, config,
+                       self.regions)
 
 
 def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_splits=(),
@@ -175,12 +187,7 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
                     w_addr=blobs[b0, i0], q_addr=qblocks[b0],
                     out_addr=out_addr + out_layout.element_index(r0, 0, b0) * ob // 8,
                     out_row_stride=out_layout.row_stride, out_seg=seg))
-    rng = np.random.default_rng(seed)
-    memory = image.build(rng)
-    raw = b"".join(d.to_bytes() for d in descriptors)
-    memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
-    return Program(memory, desc_addr, descriptors, out_addr, out_layout, config,
-                   image.regions)
+    return image.program(seed, desc_addr, descriptors, out_addr, out_layout, config)
 
 
 def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name="layer",
@@ -216,3 +223,77 @@ def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name
         row_splits=range(rows, ho, rows),
         in_splits=range(tiling.in_channels, c, tiling.in_channels))
     return program, tiling
+
+
+def fc_program(x, weights, qblock, command, config, *, out_splits=(), in_splits=(),
+               batch_splits=(), relu=False, seed=0, base=0x1000, guard=192):
+    """A FullyConnected layer on the FC datapath (``config.fc``) as a descriptor list.
+
+    Parameters
+    ----------
+    x : array (vectors, inputs)
+        Raw input vectors (a batch; ``command.precision``'s activation width).
+    weights : array (outputs, inputs)
+        Raw weights.
+    qblock : hls_ref.formats.QuantBlock
+        The layer's quantization parameters: one double-precision scale for every output
+        (written in the shared layout).
+    command : hls_ref.invocation.Command
+        Precision and output width.
+    out_splits, in_splits, batch_splits : sequences of int
+        Tile boundaries along outputs (tiles of at most 256; at 4-bit outputs even), inputs
+        (multiples of a beat's elements) and vectors (tiles of at most ``max_batch``); input
+        tiles are innermost and accumulate.
+    relu, seed, base, guard
+        As :func:`conv2d_program`.
+
+    The input and output tensors are ``TensorLayout(vectors, 1, features)``: each vector
+    starts on a beat.
+    """
+    fc = config.fc
+    if fc is None:
+        raise ProgramError("the build has no FC datapath")
+    p = Precision.parse(command.precision)
+    bits, ob = p.act_bits, command.out_bits
+    x, weights = np.atleast_2d(np.asarray(x, np.int64)), np.asarray(weights, np.int64)
+    vectors, inputs = x.shape
+    outputs = weights.shape[0]
+    in_layout = TensorLayout(vectors, 1, inputs, bits)
+    out_layout = TensorLayout(vectors, 1, outputs, ob)
+    per_beat = 64 // bits
+    if any(s % per_beat for s in in_splits):
+        raise ProgramError(f"input tiles must start at multiples of {per_beat} inputs (a "
+                           f"beat) at {p.label}")
+    if any(s % 2 for s in out_splits) and ob == 4:
+        raise ProgramError("output tiles must start on a byte (even outputs) at 4-bit outputs")
+    image = _Image(base, guard)
+    in_tiles = tile_bounds(in_splits, inputs)
+    out_tiles = tile_bounds(out_splits, outputs)
+    vec_tiles = tile_bounds(batch_splits, vectors)
+    count = len(in_tiles) * len(out_tiles) * len(vec_tiles)
+    desc_addr = image.reserve("descriptors", count * DESCRIPTOR_BYTES)
+    in_addr = image.place("input", in_layout.pack(x[:, None, :]))
+    blobs, qblocks = {}, {}
+    for o0, o1 in out_tiles:
+        qblocks[o0] = image.place(f"qblock[{o0}:{o1}]",
+                                  qblock.select(o0, o1).pack(shared=True))
+        for i0, i1 in in_tiles:
+            blob = fc_stream_blob(weights[o0:o1, i0:i1], p, fc.pes, fc.st_units)
+            blobs[o0, i0] = image.place(f"weights[{o0}:{o1},{i0}:{i1}]", blob)
+    out_addr = image.reserve("output", out_layout.bytes)
+    descriptors = []
+    for v0, v1 in vec_tiles:
+        for o0, o1 in out_tiles:
+            # the tile holding the last output also writes the layout's filler
+            seg = (out_layout.channel_stride - o0) if o1 == outputs else o1 - o0
+            for k, (i0, i1) in enumerate(in_tiles):
+                descriptors.append(Descriptor(
+                    op=Op.FC, precision=p.value, out_width=OUT_WIDTH_CODE[ob],
+                    acc_flag=int(k > 0), q_flag=int(k == len(in_tiles) - 1), relu=int(relu),
+                    in_h=v1 - v0, in_c=i1 - i0, out_c=o1 - o0,
+                    in_addr=in_addr + in_layout.element_index(v0, 0, i0) * bits // 8,
+                    in_row_stride=in_layout.row_stride,
+                    w_addr=blobs[o0, i0], q_addr=qblocks[o0],
+                    out_addr=out_addr + out_layout.element_index(v0, 0, o0) * ob // 8,
+                    out_row_stride=out_layout.row_stride, out_seg=seg))
+    return image.program(seed, desc_addr, descriptors, out_addr, out_layout, config)
