@@ -33,6 +33,7 @@ from .axi import AXI4LiteSignature, AXI4Signature
 from .conv_datapath import ConvDatapath
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma
+from .fc.datapath import FCDatapath
 from .register_slice import RegisterSlice
 from .socket.counters import PerformanceCounters
 from .socket.reads import ReadTracker
@@ -56,8 +57,12 @@ def _conv(config, *, pe_stages, requant_stages):
     return ConvDatapath(config, pe_stages=pe_stages, requant_stages=requant_stages)
 
 
+def _fc(config, *, pe_stages, requant_stages):
+    return FCDatapath(config, pe_stages=pe_stages)
+
+
 #: How each datapath is built: ``op -> factory(config, pe_stages=, requant_stages=)``.
-DATAPATHS = {Op.CONV2D: _conv}
+DATAPATHS = {Op.CONV2D: _conv, Op.FC: _fc}
 
 
 class Accelerator(wiring.Component):
