@@ -20,7 +20,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from hdl.target import Target
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, ICE40_CONFIG, SocConfig
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, FC_CONFIG, ICE40_CONFIG, SocConfig
 from sim.results import write_results_section
 from sim.toolchain import BUILD_ROOT, tool_env
 
@@ -114,6 +114,10 @@ BLOCKS = {
                           "ice40-up5k": f"conv2d accelerator, ICE40_CONFIG "
                                         f"({ICE40_CONFIG.pes} PEs)"}),
                True),
+    "fc": ("hdl.accelerator:accelerator",
+           PerDevice({"ecp5-85f": {"config": FC_CONFIG.as_dict()}}),
+           f"FC accelerator: the socket and the FC datapath ({FC_CONFIG.fc.pes} PEs of "
+           f"{FC_CONFIG.fc.st_units} ST units, batches of {FC_CONFIG.fc.max_batch})", True),
     "soc_cpu": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict()}),
                 "SoC without accelerators: Minerva RV32IM (icache), 128 KiB RAM, UART, system "
                 "controller, AXI4 interconnect", True),
@@ -235,13 +239,14 @@ def block_setup(block, device_name):
 
 
 def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
-               net_timings=False):
+               net_timings=False, cached_only=False):
     """Synthesise and place-and-route ``block`` on ``device_name``, giving nextpnr at most
     ``route_minutes`` minutes; return a :class:`SynthResult` (cached unless ``force``; a
     cached result that ran out of a shorter limit is rebuilt). With ``net_timings`` nextpnr
     also writes every routed net's delays into the build's ``report.json``
     (``--detailed-timing-report``: a report option, so the result and its cache entry are the
-    same as without it)."""
+    same as without it). With ``cached_only`` a result that is not cached is None (nothing is
+    built)."""
     factory, params, description, dsp = block_setup(block, device_name)
     if not route_minutes > 0:
         raise ValueError(f"route_minutes must be positive, not {route_minutes}")
@@ -273,6 +278,8 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
                         or "detailed_net_timings" in json.loads(report.read_text()))
         if (limit is None or limit >= route_minutes) and timings_kept:
             return SynthResult(**fields)
+    if cached_only:
+        return None
 
     work.mkdir(parents=True, exist_ok=True)
     log = work / "flow.log"

@@ -20,6 +20,7 @@ from .precision import Precision
 __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
+    "FC_CONFIG",
     "FC_MAX_OUTPUTS",
     "ICE40_CONFIG",
     "MAX_SOC_ACCELERATORS",
@@ -325,6 +326,11 @@ ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
                                  plm_acc_words=1024, max_width=256, pe_dsp=False)
 # A build with the per-channel datapath alone (8 lanes), for its tests and benchmarks.
 PERCHANNEL_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=8))
+
+
+#: The FC-only build: the socket with the FC datapath's default section (benchmarks,
+#: synthesis).
+FC_CONFIG = AcceleratorConfig(conv=False, fc=FCConfig())
 
 
 #: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.

@@ -1,4 +1,6 @@
-"""cocotb module behind ``tessera bench``'s conv2d benchmark (``sw.conv2d_bench``): runs each
+"""cocotb module behind ``tessera bench``'s conv2d and FC benchmarks (``sw.conv2d_bench``,
+``sw.fc_bench``; ``TESSERA_BENCH_DATAPATH`` names the datapath whose core is watched, default
+``conv2d``): runs each
 program of a case file on the accelerator with memory that never pauses (one beat per cycle
 after AxiRam's latency), checks the memory image against the golden model and records the
 accelerator's own counters.
@@ -25,7 +27,8 @@ class MacMonitor:
     told from the pipeline's fill (before the first MAC) and drain (after the last)."""
 
     def __init__(self, dut):
-        self.mac = dut.inner.datapath_conv2d.core.mac
+        datapath = os.environ.get("TESSERA_BENCH_DATAPATH", "conv2d")
+        self.mac = getattr(dut.inner, f"datapath_{datapath}").core.mac
         self.clk = dut.clk
         self.reset()
 

@@ -25,7 +25,7 @@ def test_precisions_command(capsys):
 
 
 def test_bench_command(capsys):
-    assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d"]) == 0   # no conv2d runs
+    assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d", "--no-fc"]) == 0  # no RTL
     out = capsys.readouterr().out
     assert "| a4w4 | 8 | 2 | 6 | 2.67 | 33.3% | 2.00x | yes |" in out
 
