@@ -315,14 +315,42 @@ def _relocate(program, tensors, op, builder):
     return builder.place(raw), len(program.descriptors)
 
 
+def _fc_layer(op, layer, config, tensors, builder):
+    """Lower a FullyConnected layer onto the FC datapath of ``config`` (one vector: its input
+    and output tensors must be laid out as ``fc_program`` lays out a vector; a Reshape before
+    it is a view)."""
+    from hls_ref.formats import TensorLayout
+
+    from .program import ProgramError, fc_program
+    from .tiling.fc import fc_tiling
+
+    n_out, n_in = layer.weights.shape
+    cmd = layer.command
+    for name, n in ((op.inputs[0], n_in), (op.output, n_out)):
+        want = TensorLayout(1, 1, n, cmd.precision.act_bits if name != op.output
+                            else cmd.out_bits)
+        if tensors[name].layout != want:
+            raise ProgramError(f"{op.name}: tensor {name} is not laid out as one vector of "
+                               f"{n} (the FC datapath's layout); it has {tensors[name].layout}")
+    tiling = fc_tiling(op.name, 1, n_in, n_out, cmd.precision, config)
+    program = fc_program(np.zeros((1, n_in), np.int64), layer.weights, layer.qblock, cmd,
+                         config, out_splits=tiling.out_splits, in_splits=tiling.in_splits,
+                         batch_splits=tiling.batch_splits)
+    desc_addr, count = _relocate(program, tensors, op, builder)
+    return desc_addr, count, f"{tiling.in_tile} in x {tiling.out_tile} out per command"
+
+
 def _accelerator_layer(graph, op, soc, k, tensors, builder):
-    """Lower a Conv2D layer onto conv2d accelerator ``k``; returns (desc addr, count, tiling
-    text) or raises (lowering or tiling errors name the limit)."""
+    """Lower a Conv2D layer onto conv2d accelerator ``k`` (a FullyConnected one onto its FC
+    datapath); returns (desc addr, count, tiling text) or raises (lowering or tiling errors
+    name the limit)."""
     from .lowering import lower_layer
     from .program import compiler_program
 
     config = soc.accelerators[k]
     layer = lower_layer(graph, op)
+    if isinstance(op, g.FullyConnected):
+        return _fc_layer(op, layer, config, tensors, builder)
     h, w, c = tensor_shape3(graph.tensor(op.inputs[0]).shape)
     program, tiling = compiler_program(np.zeros((h, w, c), np.int64), layer.weights,
                                        layer.qblock, layer.command, config, name=op.name)

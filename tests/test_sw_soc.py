@@ -1,11 +1,13 @@
 """Whole models on the SoC: the compiler's image (``sw.soc_image``), its golden execution and
 the RTL SoC in Verilator (``sw.soc_run``), checked against LiteRT's reference kernels."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from hls_ref import image as fmt
-from hls_ref.config import DEFAULT_SOC, SocConfig
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, FCConfig, SocConfig
 from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode
 from sw import graph as g
 from sw.compare import random_input
@@ -167,3 +169,35 @@ def test_every_model_on_the_rtl_soc_is_bit_exact_with_litert(model):
         run = run_rtl(image, x, pause=0.2 if seed == 12 else 0.0, seed=seed)
         for name, tensor in run.tensors.items():
             assert np.array_equal(tensor, reference.tensor(name)), (model, seed, name)
+
+
+#: An SoC whose accelerator has the conv2d and the FC datapaths.
+CONV_FC_SOC = SocConfig(accelerators=(dataclasses.replace(DEFAULT_CONFIG, fc=FCConfig()),))
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fc_layers_go_to_the_fc_datapath_and_stay_litert_exact(model):
+    """With an FC datapath beside conv2d, every FullyConnected layer of the four models runs
+    on the accelerator (its descriptor list from the FC tiling compiler), and the image's
+    golden execution still equals LiteRT on every layer."""
+    image = compile_model(model, CONV_FC_SOC, reuse_buffers=False)
+    fc = [layer for layer in image.layers if layer.op == fmt.LayerOp.FC]
+    assert fc and all(layer.engine == fmt.Engine.ACCEL0 for layer in fc)
+    graph, x = _input(model, 3)
+    reference = ReferenceRuntime(model)
+    reference.run(x)
+    run = run_golden(image, x, graph=graph)
+    for name, tensor in run.tensors.items():
+        assert np.array_equal(tensor, reference.tensor(name)), name
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+def test_the_autoencoder_on_an_rtl_soc_with_the_fc_datapath_is_bit_exact_with_litert():
+    image = compile_model("autoencoder", CONV_FC_SOC, reuse_buffers=False)
+    _, x = _input("autoencoder", 11)
+    reference = ReferenceRuntime("autoencoder")
+    reference.run(x)
+    run = run_rtl(image, x, seed=11)
+    for name, tensor in run.tensors.items():
+        assert np.array_equal(tensor, reference.tensor(name)), name
