@@ -14,13 +14,20 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from amaranth.back import rtlil
 
 from hdl.target import Target
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, FC_CONFIG, ICE40_CONFIG, SocConfig
+from hls_ref.config import (
+    DEFAULT_CONFIG,
+    DEFAULT_SOC,
+    DSP_BUDGET_CONFIG,
+    FC_CONFIG,
+    ICE40_CONFIG,
+    SocConfig,
+)
 from sim.results import write_results_section
 from sim.toolchain import BUILD_ROOT, tool_env
 
@@ -88,10 +95,16 @@ BLOCKS = {
            "ST PE: multiplier + 32-bit accumulator", True),
     "pe_row": ("hdl.pe:PERow", {"pes": 16, "stages": 2},
                "16 ST PEs (all five configurations)", True),
-    "pe_dsp": ("hdl.pe:ProcessingElement", {"stages": 3, "dsp": True},
-               "ST PE from 4 DSP blocks, 3 stages", True),
-    "pe_row_dsp": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "dsp": True},
-                   "16 ST PEs from DSP blocks, 4 stages (the conv2d build)", True),
+    "pe_dsp": ("hdl.pe:ProcessingElement", {"stages": 3, "multiplier": "dsp4"},
+               "ST PE from 4 DSP blocks (9x9 products), 3 stages", True),
+    "pe_dsp2": ("hdl.pe:ProcessingElement", {"stages": 3, "multiplier": "dsp2"},
+                "ST PE from 2 DSP blocks (18x18 products, 4-bit pairs packed), 3 stages", True),
+    "pe_row_dsp": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp4"},
+                   "16 ST PEs from 4 DSP blocks each, 4 stages", True),
+    "pe_row_dsp2": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp2"},
+                    "16 ST PEs from 2 DSP blocks each, 4 stages (the conv2d build)", True),
+    "pe_row32_dsp2": ("hdl.pe:PERow", {"pes": 32, "stages": 4, "multiplier": "dsp2"},
+                      "32 ST PEs from 2 DSP blocks each, 4 stages", True),
     "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
                                      "precisions": ["a8w8", "a8w4", "a4w4"]},
                    "16 ST PEs (8x8, 8x4, 4x4 only)", True),
@@ -114,6 +127,12 @@ BLOCKS = {
                           "ice40-up5k": f"conv2d accelerator, ICE40_CONFIG "
                                         f"({ICE40_CONFIG.pes} PEs)"}),
                True),
+    "conv2d_dsp4": ("hdl.accelerator:accelerator",
+                    {"config": replace(DEFAULT_CONFIG, pe_multiplier="dsp4").as_dict()},
+                    f"conv2d accelerator, {DEFAULT_CONFIG.pes} PEs from 4 DSP blocks each", True),
+    "conv2d_p32": ("hdl.accelerator:accelerator", {"config": DSP_BUDGET_CONFIG.as_dict()},
+                   f"conv2d accelerator, DSP_BUDGET_CONFIG ({DSP_BUDGET_CONFIG.pes} PEs from "
+                   f"2 DSP blocks each)", True),
     "fc": ("hdl.accelerator:accelerator",
            PerDevice({"ecp5-85f": {"config": FC_CONFIG.as_dict()}}),
            f"FC accelerator: the socket and the FC datapath ({FC_CONFIG.fc.pes} PEs of "
@@ -136,8 +155,8 @@ NEXTPNR_OPTIONS = {}
 #: to past :data:`ROUTE_MINUTES`, nearly all of it in router1; 2 on the iCE40UP5K, where it
 #: does not fit).
 STANDARD = {
-    "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_dsp", "pe_row",
-                 "pe_row_dsp", "pe_row_low", "mac_row", "mac_row_lut", "conv2d"),
+    "ecp5-85f": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_dsp", "pe_dsp2", "pe_row",
+                 "pe_row_dsp", "pe_row_dsp2", "pe_row_low", "mac_row", "mac_row_lut", "conv2d"),
     "ice40-up5k": ("st_mul", "st_mul3", "mul16", "mul16_lut", "pe", "pe_row4", "mac_row4",
                    "conv2d"),
 }

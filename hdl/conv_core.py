@@ -32,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
 from .dsp import PipelinedMultiplier, shift_add_product
-from .params import address_bits, check_int
+from .params import address_bits, check_int, check_multiplier
 from .pe import PERow
 from .replica import Replicas
 from .st_multiplier import MAX_STAGES
@@ -87,8 +87,9 @@ class ConvCore(wiring.Component):
         Configurations the PE row implements.
     stages : int
         Pipeline stages of the ST multipliers.
-    dsp : bool
-        Build the ST multipliers from DSP blocks (see :class:`~hdl.st_multiplier.STMultiplier`).
+    multiplier : str
+        How the ST multipliers are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"`` (see
+        :class:`~hdl.st_multiplier.STMultiplier`).
 
     Members
     -------
@@ -115,7 +116,7 @@ class ConvCore(wiring.Component):
     """
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
-                 precisions=tuple(Precision), stages=2, dsp=False, in_latency=1,
+                 precisions=tuple(Precision), stages=2, multiplier="lut", in_latency=1,
                  acc_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
@@ -123,7 +124,7 @@ class ConvCore(wiring.Component):
         self._acc_rows = check_int("acc_rows", acc_rows, minimum=1)
         self._precisions = tuple(Precision.parse(p) for p in precisions)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
-        self._dsp = dsp
+        self._multiplier = check_multiplier(multiplier)
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
         self._acc_latency = check_int("acc_latency", acc_latency, minimum=1, maximum=2)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
@@ -166,7 +167,7 @@ class ConvCore(wiring.Component):
         acc_bits = address_bits(self._acc_rows)
         m.submodules.pes = pe_row = PERow(pes=self._pes, precisions=self._precisions,
                                           stages=self._stages, acc_width=ACC_BITS,
-                                          dsp=self._dsp)
+                                          multiplier=self._multiplier)
 
         # --- per-command constants (setup cycles 1-3; the fourth starts the loops) --------
         # The two wide products come out of DSP blocks with their own operand and product

@@ -156,7 +156,8 @@ class ConvDatapath(wiring.Component):
                                                 write_latency=1)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
-                                            stages=self._pe_stages, dsp=config.pe_dsp,
+                                            stages=self._pe_stages,
+                                            multiplier=config.pe_multiplier,
                                             in_latency=in_plm.read_latency, acc_latency=2)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages,

@@ -2,9 +2,10 @@
 
 from amaranth.utils import ceil_log2
 
+from hls_ref.config import PE_MULTIPLIERS
 from hls_ref.precision import Precision
 
-__all__ = ["address_bits", "check_int", "check_precisions"]
+__all__ = ["address_bits", "check_int", "check_multiplier", "check_precisions"]
 
 
 def address_bits(count):
@@ -52,3 +53,18 @@ def check_precisions(value):
         raise ValueError("precisions must name at least one configuration")
     members = {Precision.parse(item) for item in items}
     return tuple(sorted(members, key=lambda member: member.value))
+
+
+def check_multiplier(value):
+    """Return ``value`` if it names a way to build an ST multiplier (a key of
+    :data:`hls_ref.config.PE_MULTIPLIERS`: ``"lut"``, ``"dsp4"``, ``"dsp2"``).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter ``multiplier`` and the choices, otherwise.
+    """
+    if not isinstance(value, str) or value not in PE_MULTIPLIERS:
+        raise ValueError(f"multiplier must be one of {', '.join(map(repr, PE_MULTIPLIERS))}, "
+                         f"not {value!r}")
+    return value

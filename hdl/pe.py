@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from .params import check_int, check_precisions
+from .params import check_int, check_multiplier, check_precisions
 from .replica import Replicas
 from .st_multiplier import MAX_STAGES, STMultiplier
 
@@ -29,10 +29,8 @@ def _check_acc_width(acc_width, precisions):
 class _PEParameters:
     """Validated parameters and derived layouts shared by a PE and a PE row."""
 
-    def _init_parameters(self, precisions, stages, acc_width, dsp):
-        if not isinstance(dsp, bool):
-            raise ValueError(f"dsp must be a bool, not {dsp!r}")
-        self._dsp = dsp
+    def _init_parameters(self, precisions, stages, acc_width, multiplier):
+        self._multiplier = check_multiplier(multiplier)
         self._precisions = check_precisions(precisions)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._acc_width = _check_acc_width(acc_width, self._precisions)
@@ -48,10 +46,10 @@ class _PEParameters:
         return self._stages
 
     @property
-    def dsp(self):
-        """Whether the multipliers are built from DSP blocks (see
+    def multiplier(self):
+        """How the multipliers are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"`` (see
         :class:`~hdl.st_multiplier.STMultiplier`)."""
-        return self._dsp
+        return self._multiplier
 
     @property
     def acc_width(self):
@@ -90,8 +88,9 @@ class ProcessingElement(_PEParameters, wiring.Component):
         accumulator adds one more, so a sum leaves ``stages + 1`` cycles after its last product.
     acc_width : int
         Accumulator width in bits (default 32); at least the widest product.
-    dsp : bool
-        Build the multiplier from DSP blocks (see :class:`~hdl.st_multiplier.STMultiplier`).
+    multiplier : str
+        ``"lut"`` (default), ``"dsp4"`` or ``"dsp2"``: how the multiplier is built (see
+        :class:`~hdl.st_multiplier.STMultiplier`).
 
     Members
     -------
@@ -101,8 +100,9 @@ class ProcessingElement(_PEParameters, wiring.Component):
         One accumulated sum per ``last`` transfer.
     """
 
-    def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32, dsp=False):
-        self._init_parameters(precisions, stages, acc_width, dsp)
+    def __init__(self, *, precisions=tuple(Precision), stages=2, acc_width=32,
+                 multiplier="lut"):
+        self._init_parameters(precisions, stages, acc_width, multiplier)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(signed(self._acc_width))),
@@ -116,7 +116,8 @@ class ProcessingElement(_PEParameters, wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.multiplier = multiplier = STMultiplier(
-            precisions=self._precisions, stages=self._stages, user_width=2, dsp=self._dsp)
+            precisions=self._precisions, stages=self._stages, user_width=2,
+            multiplier=self._multiplier)
 
         m.d.comb += [
             multiplier.i.valid.eq(self.i.valid),
@@ -158,7 +159,7 @@ class PERow(_PEParameters, wiring.Component):
     ----------
     pes : int
         Number of processing elements.
-    precisions, stages, acc_width, dsp
+    precisions, stages, acc_width, multiplier
         As for :class:`ProcessingElement`.
 
     Members
@@ -170,9 +171,9 @@ class PERow(_PEParameters, wiring.Component):
     """
 
     def __init__(self, *, pes=16, precisions=tuple(Precision), stages=2, acc_width=32,
-                 dsp=False):
+                 multiplier="lut"):
         self._pes = check_int("pes", pes, minimum=1)
-        self._init_parameters(precisions, stages, acc_width, dsp)
+        self._init_parameters(precisions, stages, acc_width, multiplier)
         super().__init__({
             "i": In(stream.Signature(self.input_layout)),
             "o": Out(stream.Signature(data.ArrayLayout(signed(self._acc_width), pes))),
@@ -193,7 +194,8 @@ class PERow(_PEParameters, wiring.Component):
         # Every element sees the same handshakes, so their control state is identical and the
         # first element's ready/valid speak for the whole row.
         elements = [ProcessingElement(precisions=self._precisions, stages=self._stages,
-                                      acc_width=self._acc_width, dsp=self._dsp)
+                                      acc_width=self._acc_width,
+                                      multiplier=self._multiplier)
                     for _ in range(self._pes)]
         for index, element in enumerate(elements):
             m.submodules[f"pe{index}"] = element

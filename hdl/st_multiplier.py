@@ -6,10 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from .dsp import PipelinedMultiplier
-from .params import check_int, check_precisions
+from .dsp import ECP5_DSP_WIDTH, PipelinedMultiplier
+from .params import check_int, check_multiplier, check_precisions
 
-__all__ = ["MAX_STAGES", "STMultiplier", "byte_units", "nibble_product"]
+__all__ = ["MAX_STAGES", "WIDE_OPERAND_WIDTH", "WIDE_UNITS", "STMultiplier", "byte_units",
+           "nibble_product", "pair_shift", "unpack_pair", "wide_units"]
 
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = 4
@@ -19,6 +20,10 @@ _NIBBLES = OPERAND_WIDTH // _NIBBLE
 _BYTE = 8
 #: Width of a DSP unit's operands: a byte, zero- or sign-extended, or a sign-extended nibble.
 UNIT_OPERAND_WIDTH = _BYTE + 1
+#: Units of the two-block build (``multiplier="dsp2"``), and the width of their signed
+#: operands: a whole sub-word, or a pair of sub-words packed into one operand.
+WIDE_UNITS = 2
+WIDE_OPERAND_WIDTH = ECP5_DSP_WIDTH
 
 
 def _nibble_plan(precision):
@@ -108,6 +113,59 @@ def byte_units(precisions):
     return assignment
 
 
+def pair_shift(a_width, b_width):
+    """Offset, in bits, at which two signed sub-word products share one multiplication.
+
+    ``(a0 + a1 * 2**s) * (b1 + b0 * 2**s) = a0*b1 + (a0*b0 + a1*b1) * 2**s + a1*b0 * 2**(2*s)``:
+    the sum of the pair sits at bit ``s`` when the cross term below it and the sum itself each
+    fit ``s`` signed bits (see :func:`unpack_pair`). ``s`` is the smallest such offset: the sum
+    reaches ``2 * 2**(a_width - 1) * 2**(b_width - 1)`` (both operands at their minimum).
+    """
+    largest_sum = 2 << (a_width - 1 + b_width - 1)
+    return largest_sum.bit_length() + 1
+
+
+def unpack_pair(product, shift):
+    """The pair sum ``a0*b0 + a1*b1`` out of the ``product`` of two packed operands (see
+    :func:`pair_shift`): bits ``[shift, 2*shift)``, plus one when the cross term below them is
+    negative (it borrowed one from them; its sign is bit ``shift - 1``), as a signed
+    ``shift``-bit value. Works on Amaranth values; :mod:`sim.proofs` checks it exhaustively."""
+    return (product[shift:2 * shift] + product[shift - 1])[:shift].as_signed()
+
+
+def wide_units(precisions):
+    """Assign the lanes (:meth:`hls_ref.Precision.pairs`) of every configuration to the
+    :data:`WIDE_UNITS` 18x18 products of the two-block build.
+
+    The lanes are split in order, as evenly as they go: one lane per unit (16- and 8-bit
+    activations; a single lane leaves the second unit idle) or two, packed into one
+    multiplication (4-bit activations and weights, see :func:`pair_shift`). Unit 0 takes the
+    low activation slots and so the high weight slots (the crossed pairing), unit 1 the others,
+    so that each unit mostly reads the same bytes in every configuration.
+
+    Returns
+    -------
+    dict
+        ``{precision: [tuple of lanes or None per unit]}``, a lane being
+        ``((a_lsb, a_width), (b_lsb, b_width))``.
+    """
+    plan = {}
+    for precision in precisions:
+        lanes = precision.pairs()
+        per_unit = -(-len(lanes) // WIDE_UNITS)
+        units = [tuple(lanes[k * per_unit:(k + 1) * per_unit]) or None
+                 for k in range(WIDE_UNITS)]
+        for unit in units:
+            if unit is None:
+                continue
+            widths = [max(a_width, b_width) for (_, a_width), (_, b_width) in unit]
+            shift = pair_shift(precision.act_bits, precision.weight_bits)
+            if len(unit) > 2 or (len(unit) == 2 and max(widths) + shift > WIDE_OPERAND_WIDTH):
+                raise ValueError(f"{precision.label} does not fit {WIDE_UNITS} units")
+        plan[precision] = units
+    return plan
+
+
 def nibble_product(m, a, b, *, name):
     """Return a signal equal to ``a * b`` for signed 5-bit ``a`` and ``b``, built from shifted
     partial products (``sum(b[t] * a << t) - b[4] * a << 4``) rather than a multiplier cell:
@@ -131,11 +189,15 @@ class STMultiplier(wiring.Component):
     sub-word product(s) that the configuration defines, which synthesis maps to DSP blocks: the
     fixed-precision baseline.
 
-    With ``dsp`` set, several configurations are built instead from four 9x9-bit signed
-    products, one DSP block each (see :func:`byte_units`): each product takes a byte or a
-    nibble of each operand, chosen by the configuration, and the four are summed at weights
-    the configuration chooses. The LUT build needs no DSP block; the DSP build needs four per
-    multiplier, far less logic and no deep adder trees.
+    With ``multiplier="dsp4"``, several configurations are built instead from four 9x9-bit
+    signed products, one DSP block each (see :func:`byte_units`): each product takes a byte or
+    a nibble of each operand, chosen by the configuration, and the four are summed at weights
+    the configuration chooses. With ``multiplier="dsp2"`` they are built from two 18x18-bit
+    signed products (see :func:`wide_units`): a whole 16x16, 16x8 or 8x8 sub-word product per
+    unit, or, at 4 bits, two products packed into one multiplication (:func:`pair_shift`), so
+    each DSP block does one 8-bit or two 4-bit MACs per cycle (twice the four-block build's).
+    The LUT build needs no DSP block; the DSP builds need far less logic and no deep adder
+    trees.
 
     The pipeline stalls as a whole while the output holds a transfer that is not accepted; it
     accepts one transfer per cycle otherwise.
@@ -147,12 +209,13 @@ class STMultiplier(wiring.Component):
     stages : int
         Pipeline register stages from input to output, 0 (combinational) to 4. Stage 1 registers
         the output and stage 2 the nibble (or DSP) products; stage 3 registers the partial sums
-        of the LUT build and the DSP operands of the DSP build; stage 4 registers the inputs of
-        the LUT build and, in the DSP build, the DSP products at their configuration's
+        of the LUT build and the DSP operands of the DSP builds; stage 4 registers the inputs of
+        the LUT build and, in the DSP builds, the DSP products at their configuration's
         weights in the logic fabric (the routing out of the DSP blocks and the weight's
         multiplexer are then a path of their own, the adders another).
-    dsp : bool
-        Build several configurations from DSP blocks rather than LUTs (see above).
+    multiplier : str
+        ``"lut"`` (default), ``"dsp4"`` or ``"dsp2"``: how several configurations are built
+        (see above; :data:`hls_ref.config.PE_MULTIPLIERS`).
     user_width : int
         Width of a side-band field carried from input to output with each transfer, in bits.
 
@@ -164,11 +227,10 @@ class STMultiplier(wiring.Component):
         ``product``, a signed ``product_width``-bit value, and ``user``.
     """
 
-    def __init__(self, *, precisions=tuple(Precision), stages=2, user_width=0, dsp=False):
+    def __init__(self, *, precisions=tuple(Precision), stages=2, user_width=0,
+                 multiplier="lut"):
         self._precisions = check_precisions(precisions)
-        if not isinstance(dsp, bool):
-            raise ValueError(f"dsp must be a bool, not {dsp!r}")
-        self._dsp = dsp
+        self._multiplier = check_multiplier(multiplier)
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._user_width = check_int("user_width", user_width, minimum=0)
         self._product_width = max(p.product_bits for p in self._precisions)
@@ -188,9 +250,9 @@ class STMultiplier(wiring.Component):
         return self._stages
 
     @property
-    def dsp(self):
-        """Whether several configurations are built from DSP blocks."""
-        return self._dsp
+    def multiplier(self):
+        """How several configurations are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"``."""
+        return self._multiplier
 
     @property
     def user_width(self):
@@ -267,11 +329,11 @@ class STMultiplier(wiring.Component):
         return groups, {p: plan[3] for p, plan in plans.items()}
 
     def _unit_product(self, m, k, x, y):
-        """Return the product of DSP unit ``k``'s operands ``x`` and ``y`` (signed, 9 bits),
-        in builds of fewer than 3 stages (with 3, a :class:`~hdl.dsp.PipelinedMultiplier`
-        holds the operand and product registers). The formal proofs, which build the
-        multiplier combinationally, override this to cut the design at the DSP products."""
-        product = Signal(signed(2 * UNIT_OPERAND_WIDTH), name=f"u{k}")
+        """Return the product of DSP unit ``k``'s signed operands ``x`` and ``y``, in builds
+        of fewer than 3 stages (with 3, a :class:`~hdl.dsp.PipelinedMultiplier` holds the
+        operand and product registers). The formal proofs, which build the multiplier
+        combinationally, override this to cut the design at the DSP products."""
+        product = Signal(signed(len(x) + len(y)), name=f"u{k}")
         m.d.comb += product.eq(x * y)
         return product
 
@@ -305,8 +367,8 @@ class STMultiplier(wiring.Component):
             return (stage(index, code, f"code_s{index}"), stage(index, user, f"user_s{index}"),
                     stage(index, valid, f"valid_s{index}", reset_less=False))
 
-        if self._dsp and len(self._precisions) > 1:
-            product, side = self._byte_datapath(m, payload, side, stage, stage_side, advance)
+        if self._multiplier != "lut" and len(self._precisions) > 1:
+            product, side = self._unit_datapath(m, payload, side, stage, stage_side, advance)
         else:
             # Stage 4 boundary (LUT build): the inputs.
             operands = (stage(4, payload.a, "a_s4"), stage(4, payload.b, "b_s4"))
@@ -357,28 +419,68 @@ class STMultiplier(wiring.Component):
                     m.d.comb += product.eq(total[shift:].as_signed())
         return product, side
 
-    def _byte_datapath(self, m, payload, side, stage, stage_side, advance):
-        """The DSP build: operands chosen per unit (registered at stage 3), 9x9 products
-        (registered at stage 2), summed at the configuration's weights. Returns
-        ``(product, side)``."""
-        units = byte_units(self._precisions)
-        count = len(next(iter(units.values())))
-
-        def field(word, lsb, width, is_signed):
+    def _unit_plan(self):
+        """``(operand width, {precision: [slot or None per unit]}, operands, term)`` of the
+        DSP build: ``operands(slot, a, b)`` gives a unit's ``(x, y)``, ``term(slot, product)``
+        its contribution to the result."""
+        def field(word, lsb, width, is_signed=True):
             value = word[lsb:lsb + width]
             return value.as_signed() if is_signed else value
 
+        if self._multiplier == "dsp4":
+            def operands(slot, a, b):
+                a_piece, b_piece, _ = slot
+                return field(a, *a_piece), field(b, *b_piece)
+
+            return UNIT_OPERAND_WIDTH, byte_units(self._precisions), operands, \
+                lambda slot, product: product << slot[2]
+
+        def shift(slot):
+            (_, a_width), (_, b_width) = slot[0]
+            return pair_shift(a_width, b_width)
+
+        def packed(low, high, offset):
+            # ``low + high * 2**offset`` (both signed) without an adder across the whole
+            # operand: ``low`` in two's complement over ``offset`` bits, which takes one
+            # from the field above it when ``low`` is negative, so that field holds
+            # ``high - sign(low)``: a carry chain of a sub-word's width, not the operand's
+            # (which was the critical path in front of the DSP blocks' input registers)
+            sign = low[-1]
+            return Cat(low, sign.replicate(offset - len(low)),
+                       high.as_signed() - sign).as_signed()
+
+        def operands(slot, a, b):
+            if len(slot) == 1:
+                ((a_lsb, a_width), (b_lsb, b_width)), = slot
+                return field(a, a_lsb, a_width), field(b, b_lsb, b_width)
+            ((a0_lsb, a_width), (b0_lsb, b_width)), ((a1_lsb, _), (b1_lsb, _)) = slot
+            return (packed(field(a, a0_lsb, a_width, False), field(a, a1_lsb, a_width),
+                           shift(slot)),
+                    packed(field(b, b1_lsb, b_width, False), field(b, b0_lsb, b_width),
+                           shift(slot)))
+
+        def term(slot, product):
+            return product if len(slot) == 1 else unpack_pair(product, shift(slot))
+
+        return WIDE_OPERAND_WIDTH, wide_units(self._precisions), operands, term
+
+    def _unit_datapath(self, m, payload, side, stage, stage_side, advance):
+        """The DSP builds: operands chosen per unit (registered at stage 3), the units'
+        products (registered at stage 2), their terms summed at the configuration's weights.
+        Returns ``(product, side)``."""
+        width, units, unit_operands, unit_term = self._unit_plan()
+        count = len(next(iter(units.values())))
+
         operands = []
         for k in range(count):
-            x = Signal(signed(UNIT_OPERAND_WIDTH), name=f"x{k}")
-            y = Signal(signed(UNIT_OPERAND_WIDTH), name=f"y{k}")
+            x = Signal(signed(width), name=f"x{k}")
+            y = Signal(signed(width), name=f"y{k}")
             with m.Switch(side[0]):
                 for p, slots in units.items():
                     if slots[k] is not None:
-                        (a_lsb, a_width, a_signed), (b_lsb, b_width, b_signed), _ = slots[k]
+                        value_x, value_y = unit_operands(slots[k], payload.a, payload.b)
                         with m.Case(p):
-                            m.d.comb += [x.eq(field(payload.a, a_lsb, a_width, a_signed)),
-                                         y.eq(field(payload.b, b_lsb, b_width, b_signed))]
+                            m.d.comb += [x.eq(value_x), y.eq(value_y)]
             operands.append((x, y))
 
         if self._stages >= 3:
@@ -388,7 +490,7 @@ class STMultiplier(wiring.Component):
             # the block's input registers directly).
             products = []
             for k, (x, y) in enumerate(operands):
-                m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(UNIT_OPERAND_WIDTH)
+                m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(width)
                 m.d.comb += [unit.x.eq(x), unit.y.eq(y), unit.enable.eq(advance)]
                 products.append(unit.product)
         else:
@@ -405,13 +507,13 @@ class STMultiplier(wiring.Component):
                 for p, slots in units.items():
                     if slots[k] is not None:
                         with m.Case(p):
-                            m.d.comb += term.eq(value << slots[k][2])
+                            m.d.comb += term.eq(unit_term(slots[k], value))
             # Stage 4 boundary: the products at their weights, in the fabric (the routing
             # out of the DSP blocks and the choice of weight, then the adders, each a path
             # of its own).
             terms.append(stage(4, term, f"weighted{k}_s4"))
         side = stage_side(4, side)
-        # A balanced tree: two adders deep rather than three.
+        # A balanced tree: two adders deep rather than three (four units).
         while len(terms) > 1:
             terms = [terms[t] + terms[t + 1] if t + 1 < len(terms) else terms[t]
                      for t in range(0, len(terms), 2)]

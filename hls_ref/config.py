@@ -20,10 +20,13 @@ from .precision import Precision
 __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
+    "DSP_BUDGET_CONFIG",
     "FC_CONFIG",
     "FC_MAX_OUTPUTS",
     "ICE40_CONFIG",
     "MAX_SOC_ACCELERATORS",
+    "OTHER_DSP_BLOCKS",
+    "PE_MULTIPLIERS",
     "PERCHANNEL_CONFIG",
     "AcceleratorConfig",
     "DepthwiseConfig",
@@ -33,6 +36,18 @@ __all__ = [
 ]
 
 ALL_PRECISIONS = tuple(Precision)
+
+#: How the ST multipliers of the PE array can be built, and the DSP blocks each one takes:
+#: ``lut`` from LUTs alone (the iCE40 build), ``dsp4`` from four 9x9 products (one 18x18 DSP
+#: block each), ``dsp2`` from two 18x18 products (a 16x16, 16x8 or 8x8 product, or a pair of
+#: 4x4 products summed, per block and cycle). See :class:`hdl.st_multiplier.STMultiplier`.
+PE_MULTIPLIERS = {"lut": 0, "dsp4": 4, "dsp2": 2}
+
+#: DSP blocks of the conv2d accelerator outside its PE array (requantizer 4, the front end's
+#: shared multiplier 1, the compute core's two per-command products 2), when its multipliers
+#: may use DSP blocks; ``tests/test_hdl_conv2d_dsp_count.py`` counts the
+#: blocks the netlist instantiates.
+OTHER_DSP_BLOCKS = 7
 
 
 def _positive(name, value):
@@ -193,9 +208,9 @@ class AcceleratorConfig:
     * ``max_width``: longest input tile row (pixels), the bound of the row loops;
     * ``bus_bits``: width of the external-memory data bus (bits per beat);
     * ``precisions``: the ST configurations the PE array implements;
-    * ``pe_dsp``: the ST multipliers are built from DSP blocks (four 9x9 products per PE)
-      rather than from LUTs (see :class:`hdl.st_multiplier.STMultiplier`); the arithmetic,
-      cycles and capacities are the same either way;
+    * ``pe_multiplier``: how each PE's ST multiplier is built, a key of
+      :data:`PE_MULTIPLIERS` (see :class:`hdl.st_multiplier.STMultiplier`); the arithmetic,
+      cycles and capacities are the same whichever is chosen, only the area differs.
     * ``conv``: the build has the conv2d datapath (the fields above are its parameters);
     * ``depthwise``, ``fc``: the per-channel and fully-connected datapaths' sections
       (:class:`DepthwiseConfig`, :class:`FCConfig`, or their ``as_dict``), None without them.
@@ -211,7 +226,7 @@ class AcceleratorConfig:
     bus_bits: int = BEAT_BITS
     double_buffer: bool = True
     precisions: tuple = field(default=ALL_PRECISIONS)
-    pe_dsp: bool = True
+    pe_multiplier: str = "dsp2"
     conv: bool = True
     depthwise: DepthwiseConfig | None = None
     fc: FCConfig | None = None
@@ -227,8 +242,10 @@ class AcceleratorConfig:
         if self.bus_bits != BEAT_BITS:
             raise ValueError(f"bus_bits must be {BEAT_BITS} (the tensor formats are defined "
                              f"in {BEAT_BITS}-bit beats), not {self.bus_bits!r}")
-        if not isinstance(self.pe_dsp, bool):
-            raise ValueError(f"pe_dsp must be a bool, not {self.pe_dsp!r}")
+        if self.pe_multiplier not in PE_MULTIPLIERS:
+            raise ValueError(f"pe_multiplier must be one of "
+                             f"{', '.join(map(repr, PE_MULTIPLIERS))}, not "
+                             f"{self.pe_multiplier!r}")
         if not isinstance(self.conv, bool):
             raise ValueError(f"conv must be a bool, not {self.conv!r}")
         for name, section in SECTIONS.values():
@@ -273,6 +290,17 @@ class AcceleratorConfig:
         return self.banks * (2 * self.plm_in_words + 2 * self.plm_w_words
                              + 4 * self.plm_acc_words)
 
+    @property
+    def pe_dsp_blocks(self):
+        """DSP blocks of the PE array: PEs times the blocks of one ST multiplier."""
+        return self.pes * PE_MULTIPLIERS[self.pe_multiplier]
+
+    @property
+    def dsp_blocks(self):
+        """DSP blocks of the whole conv2d accelerator built for a device with DSP blocks (the
+        PE array's and :data:`OTHER_DSP_BLOCKS`)."""
+        return self.pe_dsp_blocks + OTHER_DSP_BLOCKS
+
     def limits(self):
         """The invocation-level golden model's limits for one command (one bank)."""
         return Limits(pes=self.pes, plm_in=self.plm_in_words, plm_w=self.plm_w_words,
@@ -285,7 +313,8 @@ class AcceleratorConfig:
                 "max_kernel": list(self.max_kernel), "max_stride": self.max_stride,
                 "max_width": self.max_width, "bus_bits": self.bus_bits,
                 "double_buffer": self.double_buffer,
-                "precisions": [p.label for p in self.precisions], "pe_dsp": self.pe_dsp,
+                "precisions": [p.label for p in self.precisions],
+                "pe_multiplier": self.pe_multiplier,
                 "conv": self.conv,
                 **{name: None if getattr(self, name) is None else getattr(self, name).as_dict()
                    for name, _ in SECTIONS.values()}}
@@ -320,10 +349,13 @@ class Limits:
 
 
 DEFAULT_CONFIG = AcceleratorConfig()
+# The PE array of the 16-PE build with four-block multipliers (64 DSP blocks), spent on
+# two-block multipliers: twice the PEs for the same DSP blocks.
+DSP_BUDGET_CONFIG = AcceleratorConfig(pes=32)
 # The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM, LUT multipliers (its eight
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
-                                 plm_acc_words=1024, max_width=256, pe_dsp=False)
+                                 plm_acc_words=1024, max_width=256, pe_multiplier="lut")
 # A build with the per-channel datapath alone (8 lanes), for its tests and benchmarks.
 PERCHANNEL_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=8))
 

@@ -14,8 +14,14 @@ in two steps per configuration:
    sum of sub-word products, as a bilinear identity (exhaustive over all 16-bit words for the
    sub-word values, exact integer coefficients for the products).
 
-The DSP build (``dsp=True``) is proven the same way: :class:`STUnitsSpec` cuts it at its
-9x9 unit products, and :func:`check_byte_decomposition` checks its byte decomposition exactly.
+The four-block DSP build (``multiplier="dsp4"``) is proven the same way: :class:`STUnitsSpec`
+cuts it at its 9x9 unit products, and :func:`check_byte_decomposition` checks its byte
+decomposition exactly. The two-block build (``multiplier="dsp2"``): :class:`STWideUnitsSpec`
+cuts it at its two 18x18 unit products and shows that it feeds each unit its lanes' sub-words
+(a pair packed at the offset :func:`hdl.st_multiplier.pair_shift` gives) and adds the products,
+or the pair sums read out of them, of the units in use; :func:`check_wide_units` checks
+exactly that every lane goes to one unit and that the read-out of a packed pair's product is
+the pair's sum for every value of its four sub-words.
 
 The nibble products themselves (shift-and-add, 5x5 signed) are proven by
 :class:`NibbleProductSpec`. Undefined configuration codes and the single-configuration (plain
@@ -44,7 +50,15 @@ from amaranth.hdl import (
 from amaranth.lib.wiring import In
 
 from hdl.pe import ProcessingElement
-from hdl.st_multiplier import UNIT_OPERAND_WIDTH, STMultiplier, byte_units, nibble_product
+from hdl.st_multiplier import (
+    UNIT_OPERAND_WIDTH,
+    WIDE_OPERAND_WIDTH,
+    STMultiplier,
+    byte_units,
+    nibble_product,
+    pair_shift,
+    wide_units,
+)
 from hls_ref.precision import OPERAND_WIDTH, Precision
 from hls_ref.st import signed_field
 
@@ -55,12 +69,14 @@ __all__ = [
     "STDecompositionSpec",
     "STMultiplierSpec",
     "STUnitsSpec",
+    "STWideUnitsSpec",
     "StreamContractSpec",
     "all_identities",
     "all_proofs",
     "byte_decomposition",
     "check_byte_decomposition",
     "check_decomposition",
+    "check_wide_units",
     "main",
     "nibble_decomposition",
     "run_proof",
@@ -177,6 +193,17 @@ class _CutSpec(Elaboratable):
             dut.i.payload.precision.eq(self.precision),
         ]
 
+    def _cut_units(self, m, cut_class, plan, operand_width):
+        """Drive ``cut_class`` (a multiplier cut at its DSP units, one per entry of ``plan``)
+        with free operands; return ``(dut, free unit products)``."""
+        a = AnyConst(OPERAND_WIDTH)
+        b = AnyConst(OPERAND_WIDTH)
+        free = [AnyConst(signed(2 * operand_width)) for _ in plan]
+        m.submodules.dut = dut = cut_class(free=free, plan=plan, a=a, b=b,
+                                           precisions=self.precisions, stages=0)
+        self._drive(m, dut, a, b)
+        return dut, free
+
 
 class STDecompositionSpec(_CutSpec):
     """Proof harness: the multiplier, cut at its nibble products, computes
@@ -270,9 +297,9 @@ class _UnitCutMultiplier(STMultiplier):
     the way that unit ``k`` is fed the operands of piece ``pieces[k]`` (or a zero weight
     operand, standing for a zero product, when ``pieces[k]`` is None)."""
 
-    def __init__(self, *, free, pieces, a, b, **kwargs):
-        super().__init__(dsp=True, **kwargs)
-        self._free, self._pieces, self._a, self._b = free, pieces, a, b
+    def __init__(self, *, free, plan, a, b, **kwargs):
+        super().__init__(multiplier="dsp4", **kwargs)
+        self._free, self._pieces, self._a, self._b = free, plan, a, b
 
     def _unit_product(self, m, k, x, y):
         if self._pieces[k] is None:
@@ -297,15 +324,121 @@ class STUnitsSpec(_CutSpec):
 
     def elaborate(self, platform):
         m = Module()
-        a = AnyConst(OPERAND_WIDTH)
-        b = AnyConst(OPERAND_WIDTH)
         pieces = byte_units(self.precisions)[self.precision]
-        free = [AnyConst(signed(2 * UNIT_OPERAND_WIDTH)) for _ in pieces]
-        m.submodules.dut = dut = _UnitCutMultiplier(
-            free=free, pieces=pieces, a=a, b=b, precisions=self.precisions, stages=0)
-        self._drive(m, dut, a, b)
+        dut, free = self._cut_units(m, _UnitCutMultiplier, pieces, UNIT_OPERAND_WIDTH)
         expected = sum(free[k] << piece[2] for k, piece in enumerate(pieces)
                        if piece is not None)
+        m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
+        return m
+
+
+def _pair_sum(product, shift):
+    """The specification's read-out of a packed pair's product (see
+    :func:`hdl.st_multiplier.pair_shift`): ``product + 2**(shift - 1)`` rounds the cross term
+    below bit ``shift`` away, and the ``shift`` bits above it are the pair's sum, signed.
+    ``product`` is an Amaranth value (the harness) or a numpy array (the exact check)."""
+    rounded = (product + (1 << (shift - 1))) >> shift
+    if isinstance(rounded, np.ndarray):
+        low = rounded & ((1 << shift) - 1)
+        return low - ((low >> (shift - 1)) << shift)
+    return rounded[:shift].as_signed()
+
+
+def check_wide_units(precision, product_width, precisions=tuple(Precision)):
+    """Check exactly that the two-block build for ``precisions`` computes ``precision``:
+    return a list of the failures (empty when it holds).
+
+    (1) :func:`hdl.st_multiplier.wide_units` gives every lane of the configuration to exactly
+    one unit, at most two per unit; (2) every operand fits the unit's signed
+    :data:`~hdl.st_multiplier.WIDE_OPERAND_WIDTH` bits; (3) for a unit with two lanes, the
+    read-out of the product of the packed operands (:func:`_pair_sum`) equals the sum of the
+    lanes' products for every value of the four sub-words (exhaustive); (4) the results fit a
+    signed ``product_width``-bit value. With :class:`STWideUnitsSpec` (the hardware feeds the
+    units these operands and adds these terms), this proves the build equal to the table."""
+    failures = []
+    units = wide_units(precisions)[precision]
+    assigned = sorted(lane for unit in units if unit is not None for lane in unit)
+    if assigned != sorted(precision.pairs()) or any(
+            unit is not None and len(unit) > 2 for unit in units):
+        failures.append("the units do not compute each lane once")
+    limit = 1 << (WIDE_OPERAND_WIDTH - 1)
+    for unit in (u for u in units if u is not None):
+        if len(unit) == 1:
+            ((_, a_width), (_, b_width)), = unit
+            if max(a_width, b_width) > WIDE_OPERAND_WIDTH:
+                failures.append(f"a sub-word does not fit a {WIDE_OPERAND_WIDTH}-bit operand")
+            continue
+        (_, a_width), (_, b_width) = unit[0]
+        shift = pair_shift(a_width, b_width)
+        a = np.arange(-(1 << (a_width - 1)), 1 << (a_width - 1), dtype=np.int64)
+        b = np.arange(-(1 << (b_width - 1)), 1 << (b_width - 1), dtype=np.int64)
+        a0, a1, b0, b1 = (v.ravel() for v in np.meshgrid(a, a, b, b, indexing="ij"))
+        x, y = a0 + (a1 << shift), b1 + (b0 << shift)
+        if not all(-limit <= v.min() and v.max() < limit for v in (x, y)):
+            failures.append(f"a packed pair does not fit a {WIDE_OPERAND_WIDTH}-bit operand")
+        if not np.array_equal(_pair_sum(x * y, shift), a0 * b0 + a1 * b1):
+            failures.append("a packed pair's read-out is not the pair's sum")
+    largest = precision.lanes * (1 << (precision.act_bits - 1)) * (1 << (precision.weight_bits - 1))
+    if not largest < 1 << (product_width - 1):
+        failures.append(f"results do not fit {product_width} bits")
+    return list(dict.fromkeys(failures))   # each failure once, whichever units share it
+
+
+class _WideCutMultiplier(STMultiplier):
+    """A two-block ST multiplier whose unit products are replaced by free values, asserting on
+    the way that each unit in use is fed its lanes' sub-words (one lane: the two sub-words; two
+    lanes: both packed at their offset). A unit the configuration leaves idle gets a free
+    product too, which the result must not depend on."""
+
+    def __init__(self, *, free, plan, a, b, **kwargs):
+        super().__init__(multiplier="dsp2", **kwargs)
+        self._free, self._units, self._a, self._b = free, plan, a, b
+
+    def _unit_product(self, m, k, x, y):
+        unit = self._units[k]
+        if unit is not None:
+            expected_x, expected_y = _packed_operands(unit, self._a, self._b)
+            m.d.comb += [Assert(x == expected_x), Assert(y == expected_y)]
+        return self._free[k]
+
+
+def _packed_operands(unit, a, b):
+    """The specification's unit operands: a lane's signed sub-words, or two lanes'
+    ``(a0 + a1 * 2**s, b1 + b0 * 2**s)``."""
+    def sub(word, lsb, width):
+        return word[lsb:lsb + width].as_signed()
+
+    if len(unit) == 1:
+        ((a_lsb, a_width), (b_lsb, b_width)), = unit
+        return sub(a, a_lsb, a_width), sub(b, b_lsb, b_width)
+    ((a0, a_width), (b0, b_width)), ((a1, _), (b1, _)) = unit
+    shift = pair_shift(a_width, b_width)
+    return (sub(a, a0, a_width) + sub(a, a1, a_width) * (1 << shift),
+            sub(b, b1, b_width) + sub(b, b0, b_width) * (1 << shift))
+
+
+class STWideUnitsSpec(_CutSpec):
+    """Proof harness: the two-block multiplier, cut at its unit products ``q_k``, computes the
+    sum over the units in use of ``q_k`` (one lane) or the pair sum read out of ``q_k`` (two
+    lanes, :func:`_pair_sum`), modulo ``2**product_width``, for ``precision``, feeding each unit
+    the operands of the lanes :func:`hdl.st_multiplier.wide_units` gives it.
+    :func:`check_wide_units` shows those lanes, operands and read-outs to equal the
+    specification."""
+
+    def elaborate(self, platform):
+        m = Module()
+        units = wide_units(self.precisions)[self.precision]
+        dut, free = self._cut_units(m, _WideCutMultiplier, units, WIDE_OPERAND_WIDTH)
+        terms = []
+        for k, unit in enumerate(units):
+            if unit is None:
+                continue
+            if len(unit) == 1:
+                terms.append(free[k])
+            else:
+                (_, a_width), (_, b_width) = unit[0]
+                terms.append(_pair_sum(free[k], pair_shift(a_width, b_width)))
+        expected = sum(terms)
         m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
         return m
 
@@ -318,15 +451,15 @@ class STMultiplierSpec(Elaboratable):
     Solvers prove this directly only for small sub-words or single-configuration builds; the
     multi-configuration builds are proven through :class:`STDecompositionSpec`."""
 
-    def __init__(self, precision, precisions=tuple(Precision), *, dsp=False):
+    def __init__(self, precision, precisions=tuple(Precision), *, multiplier="lut"):
         self.precision = precision
         self.precisions = tuple(precisions)
-        self.dsp = dsp
+        self.multiplier = multiplier
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.dut = dut = STMultiplier(precisions=self.precisions, stages=0,
-                                              dsp=self.dsp)
+                                              multiplier=self.multiplier)
         a = AnyConst(OPERAND_WIDTH)
         b = AnyConst(OPERAND_WIDTH)
         # A constant configuration lets synthesis fold away the masks of the other ones, so
@@ -405,7 +538,11 @@ def all_proofs():
         for p in precisions:
             proofs[f"{build}_dsp_{p.geometry}"] = (partial(STUnitsSpec, p, precisions), {})
         proofs[f"{build}_dsp_undefined_codes"] = (
-            partial(STMultiplierSpec, None, precisions, dsp=True), {})
+            partial(STMultiplierSpec, None, precisions, multiplier="dsp4"), {})
+        for p in precisions:
+            proofs[f"{build}_dsp2_{p.geometry}"] = (partial(STWideUnitsSpec, p, precisions), {})
+        proofs[f"{build}_dsp2_undefined_codes"] = (
+            partial(STMultiplierSpec, None, precisions, multiplier="dsp2"), {})
     # The output stream contract of the pipelined cores (k-induction).
     proofs["st_stream_contract"] = (
         partial(StreamContractSpec, partial(STMultiplier, stages=3, user_width=2)),
@@ -433,6 +570,8 @@ def all_identities():
     for build, precisions in _BUILDS:
         for p in precisions:
             identities[f"identity_{build}_dsp_{p.geometry}"] = check_byte_decomposition(
+                p, p.product_bits, precisions)
+            identities[f"identity_{build}_dsp2_{p.geometry}"] = check_wide_units(
                 p, p.product_bits, precisions)
     return identities
 

@@ -32,16 +32,24 @@ def _precision_table():
 
 
 def _bench_table(runs):
-    baseline = {run.channels: run.cycles for run in runs if run.precision is Precision.A16W16}
-    lines = ["| config | channels | PEs | cycles | MACs/cycle | utilisation | speed-up vs a16w16 "
-             "| bit-exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    baseline = {(run.multiplier, run.channels): run.cycles for run in runs
+                if run.precision is Precision.A16W16}
+    lines = ["| multiplier | config | channels | PEs | DSP blocks | cycles | MACs/cycle | "
+             "MACs/DSP/cycle | utilisation | speed-up vs a16w16 | bit-exact |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for run in runs:
-        speedup = baseline.get(run.channels, run.cycles) / run.cycles
-        lines.append(f"| {run.precision.label} | {run.channels} | {run.pes} | {run.cycles} | "
-                     f"{run.macs_per_cycle:.2f} | {run.utilisation:.1%} | {speedup:.2f}x | "
-                     f"{'yes' if run.correct else 'NO'} |")
+        speedup = baseline.get((run.multiplier, run.channels), run.cycles) / run.cycles
+        per_dsp = "-" if run.macs_per_dsp_cycle is None else f"{run.macs_per_dsp_cycle:.2f}"
+        lines.append(f"| {run.multiplier} | {run.precision.label} | {run.channels} | "
+                     f"{run.pes} | {run.dsp_blocks} | {run.cycles} | "
+                     f"{run.macs_per_cycle:.2f} | {per_dsp} | {run.utilisation:.1%} | "
+                     f"{speedup:.2f}x | {'yes' if run.correct else 'NO'} |")
     return "\n".join(lines)
+
+
+#: The PE rows ``tessera bench`` measures: the conv2d build's (two DSP blocks per ST
+#: multiplier), the previous four-block one, both at the conv2d build's 4 stages.
+BENCH_ROWS = (("dsp2", 4), ("dsp4", 4))
 
 
 def _measure(channels_list, pes):
@@ -49,8 +57,9 @@ def _measure(channels_list, pes):
 
     order = (Precision.A16W16, Precision.A16W8, Precision.A8W8, Precision.A8W4,
              Precision.A4W4)
-    return [run_dot_product(p, channels, pes=pes, seed=channels)
-            for channels in channels_list for p in order]
+    return [run_dot_product(p, channels, pes=pes, stages=stages, multiplier=multiplier,
+                            seed=channels)
+            for multiplier, stages in BENCH_ROWS for channels in channels_list for p in order]
 
 
 def cmd_precisions(args):
@@ -69,10 +78,13 @@ def cmd_bench(args):
             "## PE row throughput by precision (RTL simulation)",
             "",
             "Regenerate with `make bench` (`tessera bench --write-results`). One dot product "
-            f"per PE on a {args.pes}-PE row (input stage, 2 multiplier stages, accumulator), "
+            f"per PE on a {args.pes}-PE row (input stage, 4 multiplier stages, accumulator), "
             "operands streamed back to back, cycles counted in the Amaranth simulator from "
             "the first operand to valid sums (pipeline latency included), sums checked "
-            "against numpy.",
+            "against numpy. Two builds of the row: `dsp2` (each ST multiplier two 18x18 DSP "
+            "blocks: one 16x16, 16x8 or 8x8 product, or two 4x4 products packed, per block "
+            "and cycle; the conv2d build) and `dsp4` (four 9x9 products, one DSP block each). "
+            "MACs/DSP/cycle counts the row's DSP blocks only.",
             "",
             table]))
     conv2d_exact = True

@@ -6,16 +6,21 @@ that answers one beat per cycle after AxiRam's latency. The accelerator's own co
 the figures; every run's memory image is compared with the golden model's.
 
 * **MLPerf Tiny conv layers** -- every Conv2D of ResNet-8, DS-CNN and VWW with its real
-  weights and an input from a golden run of the network, on the default build (16 PEs);
-* **precision sweep** -- one compute-bound layer (ResNet-8's 32x32x16 -> 16, 3x3) with random
-  data in all five ST configurations: utilisation and the speed-up over 16 bits;
+  weights and an input from a golden run of the network, on the default build (16 PEs) and
+  on the build with the four-block PE array's DSP budget (32 PEs, ``DSP_BUDGET_CONFIG``),
+  with each model's whole-network figures;
+* **precision sweep** -- one compute-bound layer (ResNet-8's 32x32x16 -> 16, 3x3; for the
+  32-PE build its 16x16x32 -> 32, 3x3) with random data in all five ST configurations:
+  utilisation, MACs per DSP block and cycle, and the speed-up over 16 bits;
 * **seed 002 Table 5.1** -- its three test layers on builds with the thesis's PE counts and
   PLM sizes, next to the thesis's cycle counts.
 
 Definitions (per case): ``MACs`` are the layer's multiply-accumulates; utilisation is ``MACs
-/ (cycles x PEs x products per ST operation)``; the per-command overhead is the PE array's
-idle cycles between its first and its last MAC per command boundary (watched on the core's
-``mac`` output), and fill + drain the cycles before the first and after the last MAC.
+/ (cycles x PEs x products per ST operation)``; MACs per DSP block per cycle divide the MACs
+per cycle by every DSP block of the build (:attr:`AcceleratorConfig.dsp_blocks`); the
+per-command overhead is the PE array's idle cycles between its first and its last MAC per
+command boundary (watched on the core's ``mac`` output), and fill + drain the cycles before
+the first and after the last MAC.
 """
 
 import json
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
+from hls_ref.config import DEFAULT_CONFIG, DSP_BUDGET_CONFIG, AcceleratorConfig
 from hls_ref.descriptor import geometry
 from hls_ref.precision import Precision
 from sim.runner import Design, run_cocotb
@@ -68,6 +73,11 @@ class BenchCase:
     def utilisation(self):
         r = self.result
         return self.macs / (r["cycles"] * self.config.pes * self.precision.lanes)
+
+    @property
+    def macs_per_dsp_cycle(self):
+        """MACs per cycle per DSP block of the whole build."""
+        return self.macs / (self.result["cycles"] * self.config.dsp_blocks)
 
     @property
     def overhead(self):
@@ -180,7 +190,7 @@ def demo_layer(layer="01_conv_2d", config=DEFAULT_CONFIG):
 
 def _design(config):
     name = (f"conv2d_p{config.pes}_i{config.plm_in_words}_w{config.plm_w_words}"
-            f"_a{config.plm_acc_words}_m{config.max_width}")
+            f"_a{config.plm_acc_words}_m{config.max_width}_{config.pe_multiplier}")
     return Design(name, "hdl.accelerator:accelerator", {"config": config.as_dict()})
 
 
@@ -211,27 +221,49 @@ def _exact(case):
 
 
 def mlperf_table(cases):
-    lines = ["| layer | commands | MACs | cycles | MAC cycles | utilisation | idle between "
-             "commands | fill + drain | bytes read | bytes written | bit-exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| layer | commands | MACs | cycles | MAC cycles | utilisation | MACs/DSP/cycle | "
+             "idle between commands | fill + drain | bytes read | bytes written | bit-exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         r = c.result
         lines.append(f"| {c.name} | {r['tiles']} | {c.macs:,} | {r['cycles']:,} | "
-                     f"{r['mac_cycles']:,} | {c.utilisation:.1%} | {c.overhead:.1f} | "
-                     f"{c.fill_drain:,} | {r['bytes_read']:,} | {r['bytes_written']:,} | "
-                     f"{_exact(c)} |")
+                     f"{r['mac_cycles']:,} | {c.utilisation:.1%} | {c.macs_per_dsp_cycle:.2f} | "
+                     f"{c.overhead:.1f} | {c.fill_drain:,} | {r['bytes_read']:,} | "
+                     f"{r['bytes_written']:,} | {_exact(c)} |")
+    return "\n".join(lines) + "\n\n" + network_table(cases)
+
+
+def network_table(cases):
+    """Whole-network figures per model: every conv layer run back to back (the sum of the
+    layers' cycles; the layers between them run elsewhere)."""
+    lines = ["| model (all conv layers) | PEs | DSP blocks | MACs | cycles | utilisation | "
+             "MACs/DSP/cycle |", "|---|---:|---:|---:|---:|---:|---:|"]
+    models = {}
+    for c in cases:
+        models.setdefault(c.name.split()[0], []).append(c)
+    for model, group in models.items():
+        config = group[0].config
+        macs = sum(c.macs for c in group)
+        cycles = sum(c.result["cycles"] for c in group)
+        capacity = sum(c.result["cycles"] * config.pes * c.precision.lanes for c in group)
+        lines.append(f"| {model} | {config.pes} | {config.dsp_blocks} | {macs:,} | "
+                     f"{cycles:,} | {macs / capacity:.1%} | "
+                     f"{macs / (cycles * config.dsp_blocks):.2f} |")
     return "\n".join(lines)
 
 
 def precision_table(cases):
     base = next(c for c in cases if c.precision is Precision.A16W16).result["cycles"]
-    lines = ["| config | commands | cycles | MAC cycles | utilisation | idle between commands "
-             "| fill + drain | speed-up vs a16w16 | bit-exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| config | commands | cycles | MAC cycles | utilisation | MACs/DSP/cycle | "
+             "MACs/DSP/cycle (PE array) | idle between commands | fill + drain | speed-up vs "
+             "a16w16 | bit-exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         r = c.result
+        array = c.macs / (r["cycles"] * c.config.pe_dsp_blocks)
         lines.append(f"| {c.name} | {r['tiles']} | {r['cycles']:,} | {r['mac_cycles']:,} | "
-                     f"{c.utilisation:.1%} | {c.overhead:.1f} | {c.fill_drain:,} | "
+                     f"{c.utilisation:.1%} | {c.macs_per_dsp_cycle:.2f} | {array:.2f} | "
+                     f"{c.overhead:.1f} | {c.fill_drain:,} | "
                      f"{base / r['cycles']:.2f}x | {_exact(c)} |")
     return "\n".join(lines)
 
@@ -265,17 +297,23 @@ def thesis_table(cases):
     return "\n".join(lines)
 
 
-GROUPS = ("mlperf", "precision", "overhead", "thesis")
+GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "overhead", "thesis")
+
+#: The 32-PE sweep's layer: ResNet-8's 16x16x32 -> 32, 3x3, in 4 row stripes.
+P32_SWEEP = {"shape": (16, 16, 32, 32, 3), "row_tiles": 4}
 
 
 def main(*, write_results=False, groups=GROUPS):
     """Run the benchmark groups, print the tables, optionally rewrite docs/results.md.
     Returns True if every run was bit-exact."""
     builders = {"mlperf": mlperf_cases, "precision": precision_cases,
+                "mlperf-p32": lambda: mlperf_cases(DSP_BUDGET_CONFIG),
+                "precision-p32": lambda: precision_cases(DSP_BUDGET_CONFIG, **P32_SWEEP),
                 "overhead": overhead_cases, "thesis": thesis_cases}
     cases = {g: builders[g]() for g in groups}
     run_cases([c for group in cases.values() for c in group])
     tables = {"mlperf": mlperf_table, "precision": precision_table,
+              "mlperf-p32": mlperf_table, "precision-p32": precision_table,
               "overhead": overhead_table, "thesis": thesis_table}
     text = []
     for g in groups:
@@ -303,15 +341,34 @@ def _section(tables):
              "last MAC. Bit-exact: the memory "
              "image after the run equals the golden model's (and the golden output equals the "
              "reference: LiteRT-exact golden models for the MLPerf layers, numpy otherwise)."]
+    default, budget = DEFAULT_CONFIG, DSP_BUDGET_CONFIG
     if "mlperf" in tables:
-        parts += ["", "### MLPerf Tiny conv layers (default build: 16 PEs, a8w8, real weights)",
-                  "", tables["mlperf"]]
+        parts += ["", f"### MLPerf Tiny conv layers (default build: {default.pes} PEs of "
+                  f"{default.pe_multiplier}, {default.dsp_blocks} DSP blocks, a8w8, real "
+                  "weights)", "", tables["mlperf"]]
+    if "mlperf-p32" in tables:
+        parts += ["", f"### MLPerf Tiny conv layers on the same DSP budget as the four-block "
+                  f"build ({budget.pes} PEs of {budget.pe_multiplier}, {budget.dsp_blocks} DSP "
+                  "blocks, a8w8, real weights)", "",
+                  "The same PE array DSP blocks as 16 PEs of four blocks each; a layer with "
+                  "fewer output channels than PEs leaves the others idle.", "",
+                  tables["mlperf-p32"]]
     if "precision" in tables:
         parts += ["", "### Precision sweep: 32x32x16 -> 16, 3x3 (ResNet-8's second layer "
-                  "shape), random data, 16 PEs", "",
+                  f"shape), random data, {default.pes} PEs, {default.dsp_blocks} DSP blocks",
+                  "",
                   "The compiler's tiles capped at 4 output rows, so that the 8 commands "
                   "pipeline (its own choice, 2 commands of 16 rows, leaves the first load and "
-                  "the last 8192-value store outside the pipeline).", "", tables["precision"]]
+                  "the last 8192-value store outside the pipeline). MACs/DSP/cycle counts "
+                  "every DSP block of the build; the PE array's column only its own.", "",
+                  tables["precision"]]
+    if "precision-p32" in tables:
+        h, w, cin, cout, k = P32_SWEEP["shape"]
+        parts += ["", f"### Precision sweep: {h}x{w}x{cin} -> {cout}, {k}x{k} (ResNet-8's "
+                  f"fifth layer shape), random data, {budget.pes} PEs, {budget.dsp_blocks} "
+                  "DSP blocks", "",
+                  f"Tiles capped at {h // P32_SWEEP['row_tiles']} output rows.", "",
+                  tables["precision-p32"]]
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",

@@ -12,6 +12,7 @@ from amaranth.sim import Simulator
 
 from hdl.pe import PERow
 from hls_ref import Precision, pack_activations, pack_weights, wrap_signed
+from hls_ref.config import PE_MULTIPLIERS
 
 __all__ = ["DotProductRun", "run_dot_product"]
 
@@ -27,6 +28,8 @@ class DotProductRun:
         Length of each dot product.
     pes : int
         Processing elements (one dot product each).
+    multiplier : str
+        How the row's ST multipliers are built (``"lut"``, ``"dsp4"``, ``"dsp2"``).
     cycles : int
         Clock cycles from the first operand transfer to the cycle the sums are valid.
     latency : int
@@ -38,6 +41,7 @@ class DotProductRun:
     precision: Precision
     channels: int
     pes: int
+    multiplier: str
     cycles: int
     latency: int
     correct: bool
@@ -52,14 +56,24 @@ class DotProductRun:
         return self.macs / self.cycles
 
     @property
+    def dsp_blocks(self):
+        """DSP blocks of the row's multipliers."""
+        return self.pes * PE_MULTIPLIERS[self.multiplier]
+
+    @property
+    def macs_per_dsp_cycle(self):
+        """MACs per DSP block per cycle (None for a LUT-only row)."""
+        return self.macs_per_cycle / self.dsp_blocks if self.dsp_blocks else None
+
+    @property
     def utilisation(self):
         """MACs / (cycles x PEs x products per PE per cycle)."""
         return self.macs / (self.cycles * self.pes * self.precision.lanes)
 
 
-def run_dot_product(precision, channels, *, pes=16, stages=2, seed=0):
-    """Compute ``pes`` dot products of ``channels`` random values on a PE row; return a
-    :class:`DotProductRun`."""
+def run_dot_product(precision, channels, *, pes=16, stages=2, multiplier="lut", seed=0):
+    """Compute ``pes`` dot products of ``channels`` random values on a PE row whose ST
+    multipliers are built as ``multiplier`` says; return a :class:`DotProductRun`."""
     precision = Precision.parse(precision)
     rng = np.random.default_rng(seed)
     low_a, low_w = -(1 << (precision.act_bits - 1)), -(1 << (precision.weight_bits - 1))
@@ -68,7 +82,7 @@ def run_dot_product(precision, channels, *, pes=16, stages=2, seed=0):
     a_words = pack_activations(x, precision)
     b_words = pack_weights(w, precision)  # (pes, groups)
     groups = len(a_words)
-    dut = PERow(pes=pes, stages=stages)
+    dut = PERow(pes=pes, stages=stages, multiplier=multiplier)
     observed = {}
 
     async def testbench(ctx):
@@ -95,5 +109,5 @@ def run_dot_product(precision, channels, *, pes=16, stages=2, seed=0):
     sim.add_testbench(testbench)
     sim.run()
     expected = wrap_signed(w @ x, dut.acc_width)
-    return DotProductRun(precision, channels, pes, observed["cycles"], dut.latency,
+    return DotProductRun(precision, channels, pes, multiplier, observed["cycles"], dut.latency,
                          observed["sums"] == [int(v) for v in expected])

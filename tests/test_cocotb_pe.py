@@ -12,13 +12,18 @@ CONFIGURATIONS = {
                              {"stages": 0, "precisions": ["a8w8", "a8w4", "a4w4"],
                               "acc_width": 20}),
     "pe_row4_stages3": ("hdl.pe:PERow", {"pes": 4, "stages": 3}),
-    "pe_row4_stages3_dsp": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
-    "pe_row4_stages3_dsp_ecp5": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "dsp": True}),
-    "pe_row4_stages4_dsp_ecp5": ("hdl.pe:PERow", {"pes": 4, "stages": 4, "dsp": True}),
+    "pe_row4_stages3_dsp": ("hdl.pe:PERow", {"pes": 4, "stages": 3, "multiplier": "dsp4"}),
+    "pe_row4_stages3_dsp_ecp5": ("hdl.pe:PERow",
+                                 {"pes": 4, "stages": 3, "multiplier": "dsp4"}),
+    "pe_row4_stages4_dsp_ecp5": ("hdl.pe:PERow",
+                                 {"pes": 4, "stages": 4, "multiplier": "dsp4"}),
+    "pe_row4_stages4_dsp2_ecp5": ("hdl.pe:PERow",
+                                  {"pes": 4, "stages": 4, "multiplier": "dsp2"}),
 }
 
 #: Configurations elaborated for a target, with its vendor primitives' simulation models.
-TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5", "pe_row4_stages4_dsp_ecp5": "ecp5"}
+TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5", "pe_row4_stages4_dsp_ecp5": "ecp5",
+           "pe_row4_stages4_dsp2_ecp5": "ecp5"}
 
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))

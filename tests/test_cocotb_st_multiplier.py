@@ -11,17 +11,20 @@ CONFIGURATIONS = {
     "comb": {"stages": 0, "user_width": 3},
     "stages2": {"stages": 2, "user_width": 2},
     "stages3": {"stages": 3},
-    "stages3_dsp": {"stages": 3, "dsp": True},
-    "stages3_dsp_ecp5": {"stages": 3, "dsp": True},
-    "stages4_dsp_ecp5": {"stages": 4, "dsp": True},
+    "stages3_dsp": {"stages": 3, "multiplier": "dsp4"},
+    "stages3_dsp_ecp5": {"stages": 3, "multiplier": "dsp4"},
+    "stages4_dsp_ecp5": {"stages": 4, "multiplier": "dsp4"},
+    "stages4_dsp2_ecp5": {"stages": 4, "multiplier": "dsp2"},
     "stages4": {"stages": 4, "user_width": 1},
-    "low_stages2_dsp": {"stages": 2, "precisions": ["a8w8", "a8w4", "a4w4"], "dsp": True,
-                        "user_width": 1},
+    "low_stages2_dsp": {"stages": 2, "precisions": ["a8w8", "a8w4", "a4w4"],
+                        "multiplier": "dsp4", "user_width": 1},
+    "low_stages2_dsp2": {"stages": 2, "precisions": ["a8w8", "a8w4", "a4w4"],
+                         "multiplier": "dsp2", "user_width": 1},
     "low_stages1": {"stages": 1, "precisions": ["a8w8", "a8w4", "a4w4"], "user_width": 1},
 }
 
 #: Configurations elaborated for a target, with its vendor primitives' simulation models.
-TARGETS = {"stages3_dsp_ecp5": "ecp5", "stages4_dsp_ecp5": "ecp5"}
+TARGETS = {"stages3_dsp_ecp5": "ecp5", "stages4_dsp_ecp5": "ecp5", "stages4_dsp2_ecp5": "ecp5"}
 
 
 @pytest.mark.parametrize("config", list(CONFIGURATIONS))
@@ -42,7 +45,8 @@ def test_st_multiplier_random_configuration(sim, draw):
     rng = random.Random(1000 + draw)
     precisions = rng.sample([p.label for p in Precision], rng.randint(1, 5))
     params = {"stages": rng.randint(0, MAX_STAGES), "precisions": sorted(precisions),
-              "user_width": rng.randint(0, 4), "dsp": rng.random() < 0.5}
+              "user_width": rng.randint(0, 4),
+              "multiplier": rng.choice(["lut", "dsp4", "dsp2"])}
     target = "ecp5" if rng.random() < 0.5 else None
     design = Design(f"st_multiplier_random{draw}", "hdl.st_multiplier:STMultiplier", params,
                     target)

@@ -125,6 +125,53 @@ def test_byte_identity_check_catches_a_wrong_assignment(monkeypatch):
         "the DSP units do not compute each piece once at its weight"]
 
 
+@pytest.mark.parametrize("precision", list(Precision))
+def test_wide_units_identity(precision):
+    assert proofs.check_wide_units(precision, precision.product_bits) == []
+
+
+_REAL_WIDE_UNITS = hdl.st_multiplier.wide_units
+
+
+def _drop_a_lane(precisions):
+    """``wide_units`` whose a8w8 plan leaves its second lane out."""
+    plan = dict(_REAL_WIDE_UNITS(precisions))
+    plan[Precision.A8W8] = [plan[Precision.A8W8][0], None]
+    return plan
+
+
+def _raw_read_out(product, shift):
+    """A pair's read-out that forgets the cross term's borrow."""
+    return product[shift:2 * shift].as_signed()
+
+
+@pytest.mark.parametrize(("precision", "name", "wrong"), [
+    (Precision.A8W8, "wide_units", _drop_a_lane),
+    (Precision.A4W4, "pair_shift", lambda a_width, b_width: 8),
+    (Precision.A4W4, "unpack_pair", _raw_read_out),
+], ids=["dropped_lane", "narrow_pair_offset", "no_borrow"])
+def test_dsp2_proof_catches_a_planted_bug(tmp_path, monkeypatch, precision, name, wrong):
+    # only the hardware sees the wrong plan or read-out: the harness keeps its own
+    monkeypatch.setattr(hdl.st_multiplier, name, wrong)
+    result = prove("planted_bug", proofs.STWideUnitsSpec(precision), workdir=tmp_path)
+    assert result.status == "FAIL"
+
+
+def test_wide_identity_check_catches_a_wrong_plan_or_read_out(monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.setattr(proofs, "wide_units", _drop_a_lane)
+        assert proofs.check_wide_units(Precision.A8W8, 17) == [
+            "the units do not compute each lane once"]
+    with monkeypatch.context() as patch:
+        patch.setattr(proofs, "pair_shift", lambda a_width, b_width: 8)
+        assert proofs.check_wide_units(Precision.A4W4, 10) == [
+            "a packed pair's read-out is not the pair's sum"]
+    with monkeypatch.context() as patch:
+        patch.setattr(proofs, "_pair_sum", lambda product, shift: (product >> shift) & 0x1FF)
+        assert proofs.check_wide_units(Precision.A4W4, 10) == [
+            "a packed pair's read-out is not the pair's sum"]
+
+
 def test_identity_check_catches_a_narrow_result():
     assert proofs.check_decomposition(Precision.A16W16, 31) == ["results do not fit 31 bits"]
 

@@ -57,8 +57,9 @@ def pad_word(value, precision):
     return sum((value & mask) << (k * p.slot_bits) for k in range(p.lanes))
 
 
-def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks, dsp=False,
-             in_latency=1, acc_latency=1, pes=4, in_words=512, w_rows=256, acc_rows=128):
+def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks,
+             multiplier="lut", in_latency=1, acc_latency=1, pes=4, in_words=512, w_rows=256,
+             acc_rows=128):
     """Simulate one command; returns (accumulators (Ho, Wo, P), cycles from start to done,
     MAC cycles)."""
     p = precision
@@ -80,8 +81,8 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
     flat_prev = prev.reshape(-1, pes)
     for r, row in enumerate(flat_prev):
         acc_init[acc_bank * acc_rows + r] = [int(v) for v in row]
-    core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows, dsp=dsp,
-                    in_latency=in_latency, acc_latency=acc_latency)
+    core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
+                    multiplier=multiplier, in_latency=in_latency, acc_latency=acc_latency)
     dut = CoreHarness(core, in_init, w_init, acc_init)
     result = {}
 
@@ -159,11 +160,11 @@ def test_core_matches_golden(case, acc_flag):
     prev = rng.integers(-1 << 24, 1 << 24, (ho, wo, pes))
     banks = tuple(int(b) for b in rng.integers(0, 2, 3))
     kw = dict(stride=stride, padding=padding, pad_value=pad_value, acc_flag=acc_flag)
-    # LUT and DSP multipliers alternate, so each case runs on both builds
-    dsp = bool((case + acc_flag) % 2)
+    # the three multiplier builds take turns, so each runs several cases
+    multiplier = ("lut", "dsp4", "dsp2")[(2 * case + acc_flag) % 3]
     in_latency = 1 + case % 2          # a plain and a registered input PLM
     acc_latency = 1 + (case // 2) % 2  # a plain and a registered accumulator PLM
-    got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, dsp=dsp,
+    got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, multiplier=multiplier,
                                  in_latency=in_latency, acc_latency=acc_latency, **kw)
     want = golden(p, x, w, bias, prev, **kw)
     np.testing.assert_array_equal(got, want)

@@ -49,12 +49,12 @@ def simulate(dut, transfers, expected_count, seed, idle=0.3, stall=0.3):
     return sums
 
 
-@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
 @pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
-def test_pe_accumulates_like_golden_model(stages, dsp):
+def test_pe_accumulates_like_golden_model(stages, multiplier):
     rng = np.random.default_rng(10 + stages)
     a, b, code, clear, last = random_sequence(rng, 300, [p.value for p in Precision])
-    dut = ProcessingElement(stages=stages, dsp=dsp)
+    dut = ProcessingElement(stages=stages, multiplier=multiplier)
     transfers = [{"a": int(x), "b": int(y), "precision": Precision(c),
                   "clear": int(cl), "last": int(la)}
                  for x, y, c, cl, la in zip(a, b, code, clear, last)]
@@ -71,13 +71,13 @@ def test_narrow_accumulator_wraps():
     assert total == int(pe_accumulate([1 << 30] * 4, [1, 0, 0, 0], 32)[-1]) == 0
 
 
-@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
-def test_pe_row_matches_independent_pes(dsp):
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+def test_pe_row_matches_independent_pes(multiplier):
     rng = np.random.default_rng(7)
     pes = 4
     a, _, code, clear, last = random_sequence(rng, 120, [p.value for p in Precision])
     b = rng.integers(0, 1 << 16, (120, pes))
-    dut = PERow(pes=pes, stages=2, dsp=dsp)
+    dut = PERow(pes=pes, stages=2, multiplier=multiplier)
     transfers = [{"a": int(x), "b": [int(v) for v in y], "precision": Precision(c),
                   "clear": int(cl), "last": int(la)}
                  for x, y, c, cl, la in zip(a, b, code, clear, last)]
@@ -96,7 +96,7 @@ def test_pe_row_matches_independent_pes(dsp):
     ({"precisions": ["fp16"]},
      r"^Unknown precision 'fp16'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),
     ({"stages": -1}, r"^stages must be between 0 and 4, not -1$"),
-    ({"dsp": "yes"}, r"^dsp must be a bool, not 'yes'$"),
+    ({"multiplier": "dsp"}, r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', not 'dsp'$"),
 ])
 def test_pe_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -22,16 +22,16 @@ def run_vectors(dut, vectors, *, seed, idle=0.3, stall=0.3):
     return [(fields["product"], fields["user"]) for fields in results]
 
 
-@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
 @pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
-def test_random_vectors_all_configurations(stages, dsp):
+def test_random_vectors_all_configurations(stages, multiplier):
     rng = np.random.default_rng(stages)
     count = 300
     a = rng.integers(0, 1 << 16, count)
     b = rng.integers(0, 1 << 16, count)
     codes = rng.choice(range(8), count)   # undefined codes too
     users = rng.integers(0, 4, count)
-    dut = STMultiplier(stages=stages, user_width=2, dsp=dsp)
+    dut = STMultiplier(stages=stages, user_width=2, multiplier=multiplier)
     seen = run_vectors(dut, list(zip(a, b, codes, users)), seed=stages)
     defined = {p.value for p in Precision}
     expected = [int(st_product(x, y, Precision(c))) if c in defined else 0
@@ -51,9 +51,9 @@ def test_single_configuration_build(precision):
     assert [p for p, _ in seen] == list(st_product(a, b, precision))
 
 
-@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
-def test_unsupported_codes_give_zero(dsp):
-    dut = STMultiplier(precisions=["a8w8", "a4w4"], stages=1, dsp=dsp)
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+def test_unsupported_codes_give_zero(multiplier):
+    dut = STMultiplier(precisions=["a8w8", "a4w4"], stages=1, multiplier=multiplier)
     vectors = [(0x8181, 0x8181, code, 0) for code in range(8)]
     seen = run_vectors(dut, vectors, seed=0, idle=0, stall=0)
     expected = [int(st_product(0x8181, 0x8181, Precision(c)))
@@ -87,9 +87,9 @@ def test_byte_units_reproduce_the_specification():
         assert np.array_equal(total, st_product(a, b, precision)), precision
 
 
-@pytest.mark.parametrize("dsp", [False, True], ids=["lut", "dsp"])
-def test_one_result_per_cycle_without_backpressure(dsp):
-    dut = STMultiplier(stages=3, dsp=dsp)
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+def test_one_result_per_cycle_without_backpressure(multiplier):
+    dut = STMultiplier(stages=3, multiplier=multiplier)
     cycles = []
 
     async def testbench(ctx):
@@ -113,7 +113,7 @@ def test_one_result_per_cycle_without_backpressure(dsp):
     ({"stages": MAX_STAGES + 1}, r"^stages must be between 0 and 4, not 5$"),
     ({"stages": "2"}, r"^stages must be an integer, not '2'$"),
     ({"user_width": -1}, r"^user_width must be at least 0, not -1$"),
-    ({"dsp": 1}, r"^dsp must be a bool, not 1$"),
+    ({"multiplier": True}, r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', not True$"),
     ({"precisions": []}, r"^precisions must name at least one configuration$"),
     ({"precisions": ["a2w2"]},
      r"^Unknown precision 'a2w2'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),

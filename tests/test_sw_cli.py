@@ -27,7 +27,9 @@ def test_precisions_command(capsys):
 def test_bench_command(capsys):
     assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d", "--no-fc"]) == 0  # no RTL
     out = capsys.readouterr().out
-    assert "| a4w4 | 8 | 2 | 6 | 2.67 | 33.3% | 2.00x | yes |" in out
+    # the conv2d build's row (4 multiplier stages) and the four-block one
+    assert "| dsp2 | a4w4 | 8 | 2 | 4 | 8 | 2.00 | 0.50 | 25.0% | 1.75x | yes |" in out
+    assert "| dsp4 | a4w4 | 8 | 2 | 8 | 8 | 2.00 | 0.25 | 25.0% | 1.75x | yes |" in out
 
 
 def test_run_command_prints_layers_and_matches_litert(capsys, tmp_path):

@@ -124,7 +124,7 @@ class FCPEArray(wiring.Component):
             row = []
             for unit in range(self._units):
                 mul = STMultiplier(precisions=self._precisions, stages=self._stages,
-                                   dsp=self._dsp)
+                                   multiplier="dsp4" if self._dsp else "lut")
                 m.submodules[f"st{pe}_{unit}"] = mul
                 m.d.comb += [mul.i.valid.eq(self.i.valid), mul.i.payload.a.eq(op.a[unit]),
                              mul.i.payload.b.eq(op.b[pe * self._units + unit]),

@@ -1,0 +1,32 @@
+"""The accelerator configuration object: validation and the DSP blocks it counts."""
+
+import pytest
+
+from hls_ref.config import (
+    DEFAULT_CONFIG,
+    DSP_BUDGET_CONFIG,
+    ICE40_CONFIG,
+    OTHER_DSP_BLOCKS,
+    AcceleratorConfig,
+)
+
+
+def test_dsp_blocks_of_the_builds():
+    assert (DEFAULT_CONFIG.pe_multiplier, DEFAULT_CONFIG.pe_dsp_blocks) == ("dsp2", 32)
+    assert DEFAULT_CONFIG.dsp_blocks == 32 + OTHER_DSP_BLOCKS
+    # the same PE array blocks as 16 PEs of four blocks each, spent on twice the PEs
+    four_block = AcceleratorConfig(pe_multiplier="dsp4")
+    assert DSP_BUDGET_CONFIG.pe_dsp_blocks == four_block.pe_dsp_blocks == 64
+    assert DSP_BUDGET_CONFIG.pes == 2 * four_block.pes
+    assert ICE40_CONFIG.pe_dsp_blocks == 0
+
+
+def test_multiplier_round_trips_through_as_dict():
+    config = AcceleratorConfig(pes=8, pe_multiplier="dsp4")
+    assert AcceleratorConfig(**config.as_dict()) == config
+
+
+def test_unknown_multiplier_is_refused():
+    with pytest.raises(ValueError, match=r"^pe_multiplier must be one of 'lut', 'dsp4', 'dsp2', "
+                                         r"not 'dsp3'$"):
+        AcceleratorConfig(pe_multiplier="dsp3")
