@@ -299,6 +299,10 @@ def thesis_table(cases):
 
 GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "overhead", "thesis")
 
+#: The sections of docs/results.md, each written when all of its groups have run.
+SECTIONS = {"bench-conv2d": ("mlperf", "precision", "overhead", "thesis"),
+            "bench-conv2d-p32": ("mlperf-p32", "precision-p32")}
+
 #: The 32-PE sweep's layer: ResNet-8's 16x16x32 -> 32, 3x3, in 4 row stripes.
 P32_SWEEP = {"shape": (16, 16, 32, 32, 3), "row_tiles": 4}
 
@@ -323,14 +327,20 @@ def main(*, write_results=False, groups=GROUPS):
     if write_results:
         from sim.results import write_results_section
 
-        write_results_section("bench-conv2d", _section(dict(text)))
-        print("wrote docs/results.md")
+        tables = dict(text)
+        for name, members in SECTIONS.items():
+            if all(g in tables for g in members):
+                write_results_section(name, _section(tables, p32=name.endswith("p32")))
+                print(f"wrote the {name} section of docs/results.md")
     return all(c.result["exact"] and c.reference_exact
                for group in cases.values() for c in group if c.refused is None)
 
 
-def _section(tables):
-    parts = ["## Conv2D accelerator: cycles on the RTL (Verilator)", "",
+def _section(tables, *, p32=False):
+    title = ("## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP blocks): "
+             "cycles on the RTL (Verilator)" if p32 else
+             "## Conv2D accelerator: cycles on the RTL (Verilator)")
+    parts = [title, "",
              "Regenerate with `make bench` (`tessera bench --write-results`). Every program is "
              "tiled by the tiling compiler for the build it runs on and executed by the RTL "
              "from its descriptor list, with AxiRam answering one 64-bit beat per cycle after "
