@@ -15,7 +15,7 @@ The same :class:`Program` runs on the socket golden model (:meth:`Program.run_go
 the RTL (the cocotb testbench loads :attr:`Program.memory` into its AXI memory).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -191,15 +191,18 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
 
 
 def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name="layer",
-                     relu=False, seed=0, min_row_tiles=1):
+                     relu=False, seed=0, min_row_tiles=None):
     """:func:`conv2d_program` with the tile sizes the tiling compiler chooses for this layer
     on ``config`` (``sw.tiling.optimal_tiling``: the lowest DMA cost). Returns
-    ``(program, tiling)``; raises ``sw.tiling.capacity.TilingError`` naming the layer and
-    the limit when no tile fits.
+    ``(program, tiling)`` (the tiling with the row stripes used); raises
+    ``sw.tiling.capacity.TilingError`` naming the layer and the limit when no tile fits.
 
-    ``min_row_tiles`` caps the row stripes so that the layer has at least that many: the
-    compiler minimises traffic, and a layer of one or two commands leaves the load of the
-    first and the store of the last tile outside the pipeline."""
+    The compiler minimises traffic; the row stripes are then chosen for the accelerator's
+    pipeline (``sw.conv2d_cycles.best_rows``: a layer of a few commands leaves the load of
+    the first and the store of the last tile outside the pipeline, one of many small commands
+    pays their loads). ``min_row_tiles`` instead caps the compiler's stripes so that the layer
+    has at least that many."""
+    from sw.conv2d_cycles import best_rows
     from sw.graph import Padding
     from sw.tiling.capacity import Capacity
     from sw.tiling.cost import DEFAULT_COST
@@ -214,9 +217,13 @@ def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name
     wo = (w + left + right - kw) // sw + 1
     layer = Layer(name, "conv", ("input",), (h, w, c), (ho, wo, o), (kh, kw), (sh, sw),
                   Padding(top, bottom, left, right))
-    tiling = optimal_tiling(layer, Capacity(config, command.precision, command.out_bits),
-                            DEFAULT_COST)
-    rows = min(tiling.rows, -(-ho // min_row_tiles))
+    capacity = Capacity(config, command.precision, command.out_bits)
+    tiling = optimal_tiling(layer, capacity, DEFAULT_COST)
+    if min_row_tiles is None:
+        rows = best_rows(layer, capacity, tiling)
+    else:
+        rows = min(tiling.rows, -(-ho // min_row_tiles))
+    tiling = replace(tiling, rows=rows)
     program = conv2d_program(
         x, weights, qblock, command, config, relu=relu, seed=seed,
         out_splits=range(tiling.out_channels, o, tiling.out_channels),
