@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -23,6 +23,7 @@ from hdl.target import Target
 from hls_ref.config import (
     DEFAULT_CONFIG,
     DEFAULT_SOC,
+    DSP2_CONFIG,
     DSP_BUDGET_CONFIG,
     FC_CONFIG,
     ICE40_CONFIG,
@@ -100,9 +101,9 @@ BLOCKS = {
     "pe_dsp2": ("hdl.pe:ProcessingElement", {"stages": 3, "multiplier": "dsp2"},
                 "ST PE from 2 DSP blocks (18x18 products, 4-bit pairs packed), 3 stages", True),
     "pe_row_dsp": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp4"},
-                   "16 ST PEs from 4 DSP blocks each, 4 stages", True),
+                   "16 ST PEs from 4 DSP blocks each, 4 stages (the conv2d build)", True),
     "pe_row_dsp2": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp2"},
-                    "16 ST PEs from 2 DSP blocks each, 4 stages (the conv2d build)", True),
+                    "16 ST PEs from 2 DSP blocks each, 4 stages", True),
     "pe_row32_dsp2": ("hdl.pe:PERow", {"pes": 32, "stages": 4, "multiplier": "dsp2"},
                       "32 ST PEs from 2 DSP blocks each, 4 stages", True),
     "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
@@ -127,9 +128,9 @@ BLOCKS = {
                           "ice40-up5k": f"conv2d accelerator, ICE40_CONFIG "
                                         f"({ICE40_CONFIG.pes} PEs)"}),
                True),
-    "conv2d_dsp4": ("hdl.accelerator:accelerator",
-                    {"config": replace(DEFAULT_CONFIG, pe_multiplier="dsp4").as_dict()},
-                    f"conv2d accelerator, {DEFAULT_CONFIG.pes} PEs from 4 DSP blocks each", True),
+    "conv2d_dsp2": ("hdl.accelerator:accelerator", {"config": DSP2_CONFIG.as_dict()},
+                    f"conv2d accelerator, DSP2_CONFIG ({DSP2_CONFIG.pes} PEs from 2 DSP blocks "
+                    f"each)", True),
     "conv2d_p32": ("hdl.accelerator:accelerator", {"config": DSP_BUDGET_CONFIG.as_dict()},
                    f"conv2d accelerator, DSP_BUDGET_CONFIG ({DSP_BUDGET_CONFIG.pes} PEs from "
                    f"2 DSP blocks each)", True),

@@ -20,6 +20,7 @@ from .precision import Precision
 __all__ = [
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
+    "DSP2_CONFIG",
     "DSP_BUDGET_CONFIG",
     "FC_CONFIG",
     "FC_MAX_OUTPUTS",
@@ -226,7 +227,7 @@ class AcceleratorConfig:
     bus_bits: int = BEAT_BITS
     double_buffer: bool = True
     precisions: tuple = field(default=ALL_PRECISIONS)
-    pe_multiplier: str = "dsp2"
+    pe_multiplier: str = "dsp4"
     conv: bool = True
     depthwise: DepthwiseConfig | None = None
     fc: FCConfig | None = None
@@ -328,30 +329,16 @@ class AcceleratorConfig:
         return cls(**spec)
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Capacities of one command of a build, as the invocation-level golden model
-    (``hls_ref.invocation``) checks them: :meth:`AcceleratorConfig.limits` derives them from
-    the build (the fields below default to the default build's).
-
-    ``pes``: processing elements (output channels, channels or neurons per command);
-    ``plm_in``, ``plm_w``: input and weight PLM bank capacity in 16-bit ST words;
-    ``plm_acc``: accumulator PLM bank capacity in 32-bit words; ``max_kernel``: (h, w) maximum;
-    ``max_stride``: largest stride.
-    """
-
-    pes: int = AcceleratorConfig.pes
-    plm_in: int = AcceleratorConfig.plm_in_words
-    plm_w: int = AcceleratorConfig.plm_w_words
-    plm_acc: int = AcceleratorConfig.plm_acc_words
-    max_kernel: tuple = AcceleratorConfig.max_kernel
-    max_stride: int = AcceleratorConfig.max_stride
-
-
+# The default build keeps the four-block multipliers until the open flow synthesises the
+# accelerator with two-block ones: Yosys 0.70 stops on an internal assertion (ABC's
+# reintegration, with and without ABC9) on the 16-PE two-block accelerator, while it maps
+# the two-block PE row, a 4-PE two-block accelerator and the four-block one.
 DEFAULT_CONFIG = AcceleratorConfig()
+# The 16-PE build with two-block multipliers: the same cycles, half the PE array's blocks.
+DSP2_CONFIG = AcceleratorConfig(pe_multiplier="dsp2")
 # The PE array of the 16-PE build with four-block multipliers (64 DSP blocks), spent on
 # two-block multipliers: twice the PEs for the same DSP blocks.
-DSP_BUDGET_CONFIG = AcceleratorConfig(pes=32)
+DSP_BUDGET_CONFIG = AcceleratorConfig(pes=32, pe_multiplier="dsp2")
 # The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM, LUT multipliers (its eight
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,

@@ -47,8 +47,8 @@ def _bench_table(runs):
     return "\n".join(lines)
 
 
-#: The PE rows ``tessera bench`` measures: the conv2d build's (two DSP blocks per ST
-#: multiplier), the previous four-block one, both at the conv2d build's 4 stages.
+#: The PE rows ``tessera bench`` measures: two and four DSP blocks per ST multiplier, both at
+#: the conv2d build's 4 stages.
 BENCH_ROWS = (("dsp2", 4), ("dsp4", 4))
 
 
@@ -83,7 +83,8 @@ def cmd_bench(args):
             "the first operand to valid sums (pipeline latency included), sums checked "
             "against numpy. Two builds of the row: `dsp2` (each ST multiplier two 18x18 DSP "
             "blocks: one 16x16, 16x8 or 8x8 product, or two 4x4 products packed, per block "
-            "and cycle; the conv2d build) and `dsp4` (four 9x9 products, one DSP block each). "
+            "and cycle) and `dsp4` (four 9x9 products, one DSP block each; the default conv2d "
+            "build). "
             "MACs/DSP/cycle counts the row's DSP blocks only.",
             "",
             table]))

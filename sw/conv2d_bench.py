@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hls_ref.config import DEFAULT_CONFIG, DSP_BUDGET_CONFIG, AcceleratorConfig
+from hls_ref.config import DEFAULT_CONFIG, DSP2_CONFIG, DSP_BUDGET_CONFIG, AcceleratorConfig
 from hls_ref.descriptor import geometry
 from hls_ref.precision import Precision
 from sim.runner import Design, run_cocotb
@@ -299,9 +299,15 @@ def thesis_table(cases):
 
 GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "overhead", "thesis")
 
-#: The sections of docs/results.md, each written when all of its groups have run.
-SECTIONS = {"bench-conv2d": ("mlperf", "precision", "overhead", "thesis"),
-            "bench-conv2d-p32": ("mlperf-p32", "precision-p32")}
+#: The sections of docs/results.md, each written when all of its groups have run: name ->
+#: (groups, heading or None; the first section also carries the definitions).
+SECTIONS = {
+    "bench-conv2d": (("mlperf",), "## Conv2D accelerator: cycles on the RTL (Verilator)"),
+    "bench-conv2d-sweeps": (("precision", "overhead", "thesis"), None),
+    "bench-conv2d-p32": (("mlperf-p32", "precision-p32"),
+                         "## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP "
+                         "blocks): cycles on the RTL (Verilator)"),
+}
 
 #: The 32-PE sweep's layer: ResNet-8's 16x16x32 -> 32, 3x3, in 4 row stripes.
 P32_SWEEP = {"shape": (16, 16, 32, 32, 3), "row_tiles": 4}
@@ -310,7 +316,7 @@ P32_SWEEP = {"shape": (16, 16, 32, 32, 3), "row_tiles": 4}
 def main(*, write_results=False, groups=GROUPS):
     """Run the benchmark groups, print the tables, optionally rewrite docs/results.md.
     Returns True if every run was bit-exact."""
-    builders = {"mlperf": mlperf_cases, "precision": precision_cases,
+    builders = {"mlperf": lambda: mlperf_cases(DSP2_CONFIG), "precision": precision_cases,
                 "mlperf-p32": lambda: mlperf_cases(DSP_BUDGET_CONFIG),
                 "precision-p32": lambda: precision_cases(DSP_BUDGET_CONFIG, **P32_SWEEP),
                 "overhead": overhead_cases, "thesis": thesis_cases}
@@ -328,24 +334,27 @@ def main(*, write_results=False, groups=GROUPS):
         from sim.results import write_results_section
 
         tables = dict(text)
-        for name, members in SECTIONS.items():
+        for name, (members, heading) in SECTIONS.items():
             if all(g in tables for g in members):
-                write_results_section(name, _section(tables, p32=name.endswith("p32")))
+                write_results_section(name, _section({g: tables[g] for g in members}, heading,
+                                                     intro=name == "bench-conv2d"))
                 print(f"wrote the {name} section of docs/results.md")
     return all(c.result["exact"] and c.reference_exact
                for group in cases.values() for c in group if c.refused is None)
 
 
-def _section(tables, *, p32=False):
-    title = ("## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP blocks): "
-             "cycles on the RTL (Verilator)" if p32 else
-             "## Conv2D accelerator: cycles on the RTL (Verilator)")
-    parts = [title, "",
-             "Regenerate with `make bench` (`tessera bench --write-results`). Every program is "
-             "tiled by the tiling compiler for the build it runs on and executed by the RTL "
+def _section(tables, heading, *, intro):
+    parts = [] if heading is None else [heading]
+    if intro:
+        parts += [
+             "", "Regenerate with `make bench` (`tessera bench --write-results`). Every program "
+             "is tiled by the tiling compiler for the build it runs on (its row stripes chosen "
+             "for the accelerator's pipeline by `sw/conv2d_cycles.py`, unless a sweep caps "
+             "them) and executed by the RTL "
              "from its descriptor list, with AxiRam answering one 64-bit beat per cycle after "
              "its latency; cycles, MAC cycles, commands and bytes are the accelerator's own "
              "counters. Utilisation = MACs / (cycles x PEs x products per ST operation); "
+             "MACs/DSP/cycle = MACs / (cycles x every DSP block of the build); "
              "idle between commands = the PE array's idle cycles between its first and last "
              "MAC per command boundary; fill + drain = cycles before the first and after the "
              "last MAC. Bit-exact: the memory "
@@ -353,9 +362,10 @@ def _section(tables, *, p32=False):
              "reference: LiteRT-exact golden models for the MLPerf layers, numpy otherwise)."]
     default, budget = DEFAULT_CONFIG, DSP_BUDGET_CONFIG
     if "mlperf" in tables:
-        parts += ["", f"### MLPerf Tiny conv layers (default build: {default.pes} PEs of "
-                  f"{default.pe_multiplier}, {default.dsp_blocks} DSP blocks, a8w8, real "
-                  "weights)", "", tables["mlperf"]]
+        parts += ["", f"### MLPerf Tiny conv layers ({DSP2_CONFIG.pes} PEs of "
+                  f"{DSP2_CONFIG.pe_multiplier}, {DSP2_CONFIG.dsp_blocks} DSP blocks, a8w8, real "
+                  f"weights; the default build's {default.pe_multiplier} PEs take the same "
+                  f"cycles with {default.dsp_blocks} blocks)", "", tables["mlperf"]]
     if "mlperf-p32" in tables:
         parts += ["", f"### MLPerf Tiny conv layers on the same DSP budget as the four-block "
                   f"build ({budget.pes} PEs of {budget.pe_multiplier}, {budget.dsp_blocks} DSP "

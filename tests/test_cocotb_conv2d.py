@@ -8,9 +8,10 @@ from sim.runner import Design, run_cocotb
 
 pytestmark = pytest.mark.cocotb
 
-#: A small build (8 PEs, small PLMs) so that both simulators run the regression quickly.
+#: A small build (8 PEs, small PLMs) so that both simulators run the regression quickly,
+#: with the two-block ST multipliers (the four-block ones are tested in the PE regression).
 SMALL = {"pes": 8, "plm_in_words": 4096, "plm_w_words": 4096, "plm_acc_words": 2048,
-         "max_width": 128}
+         "max_width": 128, "pe_multiplier": "dsp2"}
 
 #: Elaborated for the ECP5, as synthesis builds it: the PEs' DSP units are MULT18X18D blocks
 #: with their own registers, simulated with their model (the portable form of the same units

@@ -4,6 +4,7 @@ import pytest
 
 from hls_ref.config import (
     DEFAULT_CONFIG,
+    DSP2_CONFIG,
     DSP_BUDGET_CONFIG,
     ICE40_CONFIG,
     OTHER_DSP_BLOCKS,
@@ -12,12 +13,12 @@ from hls_ref.config import (
 
 
 def test_dsp_blocks_of_the_builds():
-    assert (DEFAULT_CONFIG.pe_multiplier, DEFAULT_CONFIG.pe_dsp_blocks) == ("dsp2", 32)
-    assert DEFAULT_CONFIG.dsp_blocks == 32 + OTHER_DSP_BLOCKS
+    assert (DEFAULT_CONFIG.pe_multiplier, DEFAULT_CONFIG.pe_dsp_blocks) == ("dsp4", 64)
+    assert DEFAULT_CONFIG.dsp_blocks == 64 + OTHER_DSP_BLOCKS == 71
+    assert (DSP2_CONFIG.pes, DSP2_CONFIG.dsp_blocks) == (16, 32 + OTHER_DSP_BLOCKS)
     # the same PE array blocks as 16 PEs of four blocks each, spent on twice the PEs
-    four_block = AcceleratorConfig(pe_multiplier="dsp4")
-    assert DSP_BUDGET_CONFIG.pe_dsp_blocks == four_block.pe_dsp_blocks == 64
-    assert DSP_BUDGET_CONFIG.pes == 2 * four_block.pes
+    assert DSP_BUDGET_CONFIG.pe_dsp_blocks == DEFAULT_CONFIG.pe_dsp_blocks == 64
+    assert DSP_BUDGET_CONFIG.pes == 2 * DEFAULT_CONFIG.pes
     assert ICE40_CONFIG.pe_dsp_blocks == 0
 
 
