@@ -11,7 +11,7 @@ datapaths' are sections of their own (:class:`DepthwiseConfig`, :class:`FCConfig
 datapaths, in the order the socket holds them.
 """
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, asdict, dataclass, field
 
 from .descriptor import Op
 from .formats import BEAT_BITS
@@ -27,8 +27,8 @@ __all__ = [
     "ICE40_CONFIG",
     "MAX_SOC_ACCELERATORS",
     "OTHER_DSP_BLOCKS",
-    "PE_MULTIPLIERS",
     "PERCHANNEL_CONFIG",
+    "PE_MULTIPLIERS",
     "AcceleratorConfig",
     "DepthwiseConfig",
     "FCConfig",
@@ -215,6 +215,10 @@ class AcceleratorConfig:
     * ``conv``: the build has the conv2d datapath (the fields above are its parameters);
     * ``depthwise``, ``fc``: the per-channel and fully-connected datapaths' sections
       (:class:`DepthwiseConfig`, :class:`FCConfig`, or their ``as_dict``), None without them.
+
+    ``pe_dsp`` (not a field, not in :meth:`as_dict`) reads configurations written before
+    ``pe_multiplier``: ``False`` is ``pe_multiplier="lut"``, ``True`` a DSP-built multiplier
+    (``pe_multiplier`` as given, which must then not be ``"lut"``).
     """
 
     pes: int = 16
@@ -231,8 +235,9 @@ class AcceleratorConfig:
     conv: bool = True
     depthwise: DepthwiseConfig | None = None
     fc: FCConfig | None = None
+    pe_dsp: InitVar[bool | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, pe_dsp):
         for name in ("pes", "plm_in_words", "plm_w_words", "plm_acc_words", "max_stride",
                      "max_width"):
             _positive(name, getattr(self, name))
@@ -243,6 +248,13 @@ class AcceleratorConfig:
         if self.bus_bits != BEAT_BITS:
             raise ValueError(f"bus_bits must be {BEAT_BITS} (the tensor formats are defined "
                              f"in {BEAT_BITS}-bit beats), not {self.bus_bits!r}")
+        if pe_dsp is not None:
+            if not isinstance(pe_dsp, bool):
+                raise ValueError(f"pe_dsp must be a bool, not {pe_dsp!r}")
+            if pe_dsp and self.pe_multiplier == "lut":
+                raise ValueError("pe_dsp=True contradicts pe_multiplier='lut'")
+            if not pe_dsp:
+                object.__setattr__(self, "pe_multiplier", "lut")
         if self.pe_multiplier not in PE_MULTIPLIERS:
             raise ValueError(f"pe_multiplier must be one of "
                              f"{', '.join(map(repr, PE_MULTIPLIERS))}, not "
@@ -327,6 +339,26 @@ class AcceleratorConfig:
         spec["max_kernel"] = tuple(spec["max_kernel"])
         spec["precisions"] = tuple(spec["precisions"])
         return cls(**spec)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Capacities of one command of a build, as the invocation-level golden model
+    (``hls_ref.invocation``) checks them: :meth:`AcceleratorConfig.limits` derives them from
+    the build (the fields below default to the default build's).
+
+    ``pes``: processing elements (output channels, channels or neurons per command);
+    ``plm_in``, ``plm_w``: input and weight PLM bank capacity in 16-bit ST words;
+    ``plm_acc``: accumulator PLM bank capacity in 32-bit words; ``max_kernel``: (h, w) maximum;
+    ``max_stride``: largest stride.
+    """
+
+    pes: int = AcceleratorConfig.pes
+    plm_in: int = AcceleratorConfig.plm_in_words
+    plm_w: int = AcceleratorConfig.plm_w_words
+    plm_acc: int = AcceleratorConfig.plm_acc_words
+    max_kernel: tuple = AcceleratorConfig.max_kernel
+    max_stride: int = AcceleratorConfig.max_stride
 
 
 # The default build keeps the four-block multipliers until the open flow synthesises the

@@ -1,5 +1,7 @@
 """The accelerator configuration object: validation and the DSP blocks it counts."""
 
+import json
+
 import pytest
 
 from hls_ref.config import (
@@ -31,3 +33,16 @@ def test_unknown_multiplier_is_refused():
     with pytest.raises(ValueError, match=r"^pe_multiplier must be one of 'lut', 'dsp4', 'dsp2', "
                                          r"not 'dsp3'$"):
         AcceleratorConfig(pe_multiplier="dsp3")
+
+
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, DSP2_CONFIG, DSP_BUDGET_CONFIG, ICE40_CONFIG])
+def test_builds_round_trip_through_json(config):
+    assert AcceleratorConfig(**json.loads(json.dumps(config.as_dict()))) == config
+
+
+def test_dicts_written_before_pe_multiplier_are_read():
+    old = {k: v for k, v in DEFAULT_CONFIG.as_dict().items() if k != "pe_multiplier"}
+    assert AcceleratorConfig(**old, pe_dsp=False).pe_multiplier == "lut"
+    assert AcceleratorConfig(**old, pe_dsp=True) == DEFAULT_CONFIG
+    with pytest.raises(ValueError, match=r"^pe_dsp=True contradicts pe_multiplier='lut'$"):
+        AcceleratorConfig(pe_dsp=True, pe_multiplier="lut")

@@ -5,8 +5,9 @@ import numpy as np
 from hls_ref.config import DEFAULT_CONFIG
 from hls_ref.precision import Precision
 from sw.conv2d_cycles import COMMAND_CYCLES, best_rows, list_cycles
+from sw.fixtures import random_conv
 from sw.graph import Padding
-from sw.program import compiler_program, random_conv
+from sw.program import compiler_program
 from sw.tiling.capacity import Capacity
 from sw.tiling.cost import DEFAULT_COST
 from sw.tiling.search import optimal_tiling
