@@ -152,6 +152,14 @@ BLOCKS = {
                 "controller, AXI4 interconnect", True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + the 16-PE conv2d accelerator (DEFAULT_SOC)", True),
+    "nve": ("hdl.nve:nve",
+            PerDevice({"ecp5-85f": {}, "ice40-up5k": {"config": {"local_words": 512,
+                                                                 "instruction_words": 256}}}),
+            PerDevice({"ecp5-85f": "NVE core, 16 lanes, 2048-word local buffer (NveConfig "
+                                   "defaults)",
+                       "ice40-up5k": "NVE core, 16 lanes, 512-word local buffer, 256 "
+                                     "instructions"}),
+            True),
 }
 
 #: Extra nextpnr arguments of some blocks. ``conv2d`` on the ECP5-85F: with LUT-built PEs,
@@ -404,6 +412,9 @@ def main(argv=None):
                         "(for finding the slow paths beyond the critical one)")
     parser.add_argument("--write-results", action="store_true",
                         help="rewrite the synthesis section of docs/results.md")
+    parser.add_argument("--section", default="synth",
+                        help="the docs/results.md section --write-results rewrites (default "
+                             "synth, the standard report; e.g. nve-synth for the NVE rows)")
     args = parser.parse_args(argv)
     devices = args.device or list(DEVICES)
     results = []
@@ -421,8 +432,14 @@ def main(argv=None):
         print(cost)
     if args.write_results:
         command = "python -m boards.synth --write-results  (make synth-report)"
-        write_results_section("synth", "\n".join([
-            "## Synthesis: ST multiplier, PEs, PE rows and the conv2d accelerator",
+        if args.section != "synth":
+            command = (f"python -m boards.synth {' '.join(args.blocks)} "
+                       f"{' '.join('--device ' + d for d in devices)} --write-results "
+                       f"--section {args.section}")
+        title = ("Synthesis: ST multiplier, PEs, PE rows and the conv2d accelerator"
+                 if args.section == "synth" else f"Synthesis: {', '.join(args.blocks)}")
+        write_results_section(args.section, "\n".join([
+            f"## {title}",
             "",
             f"Regenerate with `{command}`. Yosys and nextpnr from PyPI (yowasp), out of "
             f"context (all core ports registered, see `boards/harness.py`), nextpnr seed 1, "

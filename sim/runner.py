@@ -46,7 +46,8 @@ _HDL_SOURCES = ("hdl", "hls_ref", "sim/runner.py")
 
 #: Simulation models of the vendor primitives a target's build instantiates (see
 #: :class:`hdl.target.Target`), compiled with the generated Verilog.
-TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v", "sim/models/ecp5_ff.v")}
+TARGET_MODELS = {"ecp5": ("sim/models/ecp5_mult18x18d.v", "sim/models/ecp5_ff.v",
+                          "sim/models/ecp5_dp16kd.v")}
 
 
 class CocotbTestError(AssertionError):

@@ -2,6 +2,7 @@
 the seed's modulo-scheduled 3x3 filter (Fig. 26) run end to end against numpy."""
 
 import os
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -18,7 +19,17 @@ from hls_ref.nve.isa import (
     pixels_to_word,
 )
 from hls_ref.nve.iss import Nve, run
-from sim.nve_programs import COEF, DATA, HAZARDS, PIX_HI, PIX_LO, PREFIX
+from sim.nve_programs import (
+    COEF,
+    DATA,
+    DIRECTED,
+    HAZARDS,
+    PARTIAL_SUM_RELOAD,
+    PIX_HI,
+    PIX_LO,
+    PREFIX,
+    random_program,
+)
 
 SEED = int(os.environ.get("TESSERA_SEED", "20261121"))
 
@@ -132,8 +143,8 @@ def test_memory_rules():
           data=DATA[:2], prefix="wr.a 0\nwr.a 1\nwr.a 2\n")
     fails("", r"^input data word 1 = -1 does not fit 64 bits unsigned$", data=[0, -1],
           prefix="wr.a 0\n")
-    fails("", r"^cycle 0, pc 0, MEMB wr: ro holds no activation result \(no act issued before "
-          r"this cycle\)$", prefix="wr.b 0\n")
+    fails("", r"^cycle 0, pc 0, MEMB wr: ro holds no activation result \(no act issued 2 or more "
+          r"cycles before\)$", prefix="wr.b 0\n")
 
 
 # A complete convolution step ending with both halves activated at cycles 11 and 12; ro holds
@@ -142,13 +153,15 @@ STEP = ACT_TAIL + "nop\nnop\nact.lo out\nact.hi out\n"
 
 
 def test_act_results_go_to_the_local_buffer_through_ro():
-    result = run(asm(STEP + "wr.b 9\nnop\nrd.b 9\n"), DATA)
-    assert result.local_buffer[9] == result.output_words[1]
+    # a wr.b stores the ro of an act 2 or more cycles before it: at 13 the act.lo of 11
+    result = run(asm(STEP + "wr.b 9\nwr.b 10\nnop\nrd.b 9\n"), DATA)
+    assert result.local_buffer[9] == result.output_words[0]
+    assert result.local_buffer[10] == result.output_words[1]
     fails(STEP + "wr.a 9 | wr.b 9\n", r"^cycle 13, pc 13, MEMB wr: port A writes word 9 in the "
           r"same cycle$", data=[*DATA, 0])
-    # the act.lo of cycle 11 is in ro at cycle 12, the act.hi of 12 not yet
-    result = run(asm(ACT_TAIL + "nop\nnop\nact.lo out\nwr.b 9 | act.hi out\n"), DATA)
-    assert result.local_buffer[9] == result.output_words[0]
+    # the act.lo of cycle 11 is not yet in ro for a wr.b at 12
+    fails(ACT_TAIL + "nop\nnop\nact.lo out\nwr.b 9 | act.hi out\n", r"^cycle 12, pc 12, MEMB "
+          r"wr: ro holds no activation result \(no act issued 2 or more cycles before\)$")
 
 
 def test_invalid_image_entries_poison_only_their_lane():
@@ -456,40 +469,6 @@ def _partial_sum_source(pixels, bias, weight, macs):
     return asm(text), data
 
 
-# the 8 digit words at 2 ... 9 (word n: digit n // 2 of half n % 2) come back as four planes
-# with the weights 1, 256 (mac) and 1, 256 (mach: shifted 16 bits)
-RELOAD = """\
-wr.a 0
-wr.a 1
-wr.a 2
-wr.a 3
-wr.a 4
-wr.a 5
-wr.a 6
-wr.a 7
-wr.a 8
-wr.a 9
-rd.a 0
-nop
-set.w
-setrb
-rd.a 1
-rd.a 2 | rd.b 3
-set.w
-rd.a 4 | rd.b 5 | set.i
-sh.w | mac
-rd.a 6 | rd.b 7 | set.i
-sh.w | mac
-rd.a 8 | rd.b 9 | set.i
-sh.w | mach
-set.i
-mach
-setrb
-nop
-nop
-""" + "act.ps out\n" * 8
-
-
 def test_partial_sums_leave_and_return_exactly():
     pixels = np.array([127, -128, 110, -110, 109, -109, 0, 1, -1, 64, -64, 120, -120, 100, 2, -3])
     program, data = _partial_sum_source(pixels, -32768, 32767, 600)
@@ -499,7 +478,7 @@ def test_partial_sums_leave_and_return_exactly():
     words = [pixels_to_word(digits[n // 2, 8 * (n % 2):8 * (n % 2) + 8]) for n in range(8)]
     assert list(first.output_words) == words
     coef = [coefficients_to_word([0, 0, 0, 0]), coefficients_to_word([1, 256, 1, 256])]
-    second = run(assemble(RELOAD), coef + words, retire=True)
+    second = run(assemble(PARTIAL_SUM_RELOAD), coef + words, retire=True)
     reloaded = second.retire[24].acc  # after the last mach
     lanes = [(reloaded >> (32 * j)) & 0xFFFFFFFF for j in range(16)]
     assert numerics.wrap_acc(np.array(lanes)).tolist() == exact.tolist()
@@ -519,3 +498,23 @@ def test_retire_records_pack_the_state_the_hardware_holds():
     assert acc6 == sum(100 << (32 * j) for j in range(16))
     assert result.retire[11].ro == result.output_words[0] and result.retire[11].out
     assert result.retire[10].ro == 0  # no act before
+
+
+@pytest.mark.parametrize("name, text, data, strict", DIRECTED, ids=[d[0] for d in DIRECTED])
+def test_directed_programs_run(name, text, data, strict):
+    result = run(assemble(text, strict=strict), data, strict=strict)
+    assert result.inputs_used == len(data)
+
+
+def test_random_programs_are_legal():
+    rng = random.Random(SEED)
+    print(f"seed {SEED}")
+    total = 0
+    for k in range(24):
+        program, data = random_program(rng, loop=k % 3 == 2)
+        result = run(program, data, strict=False)
+        total += result.instructions
+        assert result.inputs_used == len(data)
+        if k % 3 == 2:
+            assert program.settings.iterations >= 1
+    assert total > 5000

@@ -122,7 +122,8 @@ ERROR_DOC = {
     ErrorCode.INPUT_EXHAUSTED: ("5", "a MEMA `wr` with the input stream exhausted",
                                 "stalls until the word arrives or the host aborts "
                                 "(`CTRL.abort`)"),
-    ErrorCode.RO_EMPTY: ("5", "a MEMB `wr` before any `act` of the run", "detected"),
+    ErrorCode.RO_EMPTY: ("5", "a MEMB `wr` before any `act` of the run at least 2 cycles "
+                         "old", "detected"),
     ErrorCode.RW_INVALID: ("6", "a `mac`, `mach` or `setrb` while `rw[0]` is invalid",
                            "detected"),
     ErrorCode.ACT_NO_HANDOFF: ("7", "an `act` with no hand-off at least 3 cycles old",
@@ -264,8 +265,9 @@ WRITE_TO_READ = 2
 REGISTER_LATENCY = 1
 #: ``setrb`` at cycle t hands the accumulators to ACT; an ``act`` at t+3 or later reads them.
 HANDOFF_LATENCY = 3
-#: ``act`` at cycle t: its word is in ``ro`` for a MEMB ``wr`` at t+1 or later.
-ACT_LATENCY = 1
+#: ``act`` at cycle t: its word is in ``ro`` for a MEMB ``wr`` at t+2 or later (the RTL
+#: registers the LUT's output before the local buffer's write port).
+ACT_LATENCY = 2
 
 #: (from, to, cycles, origin) rows of the latency table.
 LATENCIES = (
@@ -282,7 +284,8 @@ LATENCIES = (
     ("`setrb`", "`act` of the handed-off accumulators", f"{HANDOFF_LATENCY}",
      "seed: \"three cycles for the vector MAC to provide results\"; hand-off register: "
      "Tessera"),
-    ("`act`", "MEMB `wr` of its result", f"{ACT_LATENCY}", "Tessera"),
+    ("`act`", "MEMB `wr` of its result", f"{ACT_LATENCY}", "Tessera (the LUT's output is "
+     "registered before the local buffer)"),
 )
 
 # ---------------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ import numpy as np
 from . import numerics
 from .asm import disassemble_instruction
 from .isa import (
+    ACT_LATENCY,
     DEFAULT_CONFIG,
     HANDOFF_LATENCY,
     OPS,
@@ -283,6 +284,7 @@ class Nve:
         # visible: [acc, poison, had_mac, wall, pc, activated lo, activated hi, next ps word]
         visible = None
         ro = None
+        ro_seen = deque([None] * ACT_LATENCY, maxlen=ACT_LATENCY)  # ro after the last cycles
         outputs = []
         lines = [] if trace else None
         next_in = 0
@@ -452,13 +454,15 @@ class Nve:
                 next_in += 1
                 ready[a_a], wrote_at[a_a], written[a_a] = t + WRITE_TO_READ, wall, True
             if mb == _WR:
-                if ro is None:
-                    raise _error(wall, pc, "MEMB wr", "ro holds no activation result (no act "
-                                 "issued before this cycle)", ErrorCode.RO_EMPTY)
+                stored = ro_seen[0]  # ro after cycle t - ACT_LATENCY
+                if stored is None:
+                    raise _error(wall, pc, "MEMB wr", f"ro holds no activation result (no act "
+                                 f"issued {ACT_LATENCY} or more cycles before)",
+                                 ErrorCode.RO_EMPTY)
                 if ma == _WR and a_b == a_a:
                     raise _error(wall, pc, "MEMB wr", f"port A writes word {a_b} in the same "
                                  f"cycle", ErrorCode.WRITE_CONFLICT)
-                mem[a_b] = ro
+                mem[a_b] = stored
                 ready[a_b], wrote_at[a_b], written[a_b] = t + WRITE_TO_READ, wall, True
             if ma == _RD:
                 pend_a.append((t + READ_LATENCY, read(a_a, "MEMA rd", pc, wall, t), wall, pc))
@@ -510,6 +514,7 @@ class Nve:
                     int.from_bytes(pack_ri(*ri), "little"),
                     int.from_bytes(pack_acc(*(a & 0xFFFFFFFF for a in acc)), "little"),
                     ro or 0, bool(out)))
+            ro_seen.append(ro)
             t += 1
             wall += 1
 

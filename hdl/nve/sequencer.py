@@ -1,0 +1,124 @@
+"""The instruction buffer and the program sequencer with the zero-overhead hardware loop.
+
+The sequencer walks the program's three parts (``docs/nve.md``, "Program parts and the
+loop"): the init part ``[0, LOOP_START)`` once, the body ``[LOOP_START, LOOP_END]``
+``ITERATIONS`` times and the final part ``(LOOP_END, PROGRAM_SIZE)`` once, one pc per enabled
+cycle, with no bubble at the loop's end. Two stages:
+
+* **F** (fetch): the pc register addresses the instruction buffer (and, outside this
+  component, the AGU state memory);
+* **D** (decode): the instruction word comes out of the buffer, with its pc and whether this
+  is the pc's first execution in the run (the AGU takes the update of the instruction word
+  then, the state memory's later).
+
+Every register of both stages loads only when ``en`` is high, so a stall of the machine
+freezes the front end with it; ``stop`` empties both stages (an error or an abort).
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from .isa import as_config
+
+__all__ = ["Sequencer"]
+
+
+class Sequencer(wiring.Component):
+    """Instruction buffer (``instruction_words`` x 64-bit words, one write port for the
+    loader) and the pc sequencer.
+
+    Parameters
+    ----------
+    config : NveConfig
+        Sizes (``instruction_words``, ``max_iterations``).
+
+    Members
+    -------
+    start : ``In(1)``
+        Start fetching at the program's first pc (settings stable from this cycle on).
+    stop : ``In(1)``
+        Empty the F and D stages.
+    en : ``In(1)``
+        Advance: every register loads only in enabled cycles.
+    program_size, loop_start, loop_end, iterations : ``In(...)``
+        The setting registers.
+    w_addr, w_data, w_en : ``In(...)``
+        Instruction-buffer write port (the loader).
+    f_valid, f_pc : ``Out(...)``
+        The F stage: a pc is being fetched (for the AGU state memory's read port).
+    d_valid, d_pc, d_first, d_word : ``Out(...)``
+        The D stage: the fetched instruction word, its pc and whether it is the pc's first
+        execution in the run.
+    """
+
+    def __init__(self, *, config=None):
+        self._config = config = as_config(config)
+        size_bits = config.instruction_words.bit_length()
+        super().__init__({
+            "start": In(1), "stop": In(1), "en": In(1),
+            "program_size": In(size_bits), "loop_start": In(config.pc_bits),
+            "loop_end": In(config.pc_bits),
+            "iterations": In(config.max_iterations.bit_length()),
+            "w_addr": In(config.pc_bits), "w_data": In(config.word_bits), "w_en": In(1),
+            "f_valid": Out(1), "f_pc": Out(config.pc_bits),
+            "d_valid": Out(1), "d_pc": Out(config.pc_bits), "d_first": Out(1),
+            "d_word": Out(config.word_bits),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        size_bits = config.instruction_words.bit_length()
+
+        m.submodules.buffer = buffer = memory.Memory(
+            shape=config.word_bits, depth=config.instruction_words, init=[])
+        write = buffer.write_port()
+        read = buffer.read_port()
+        m.d.comb += [
+            write.addr.eq(self.w_addr), write.data.eq(self.w_data), write.en.eq(self.w_en),
+            read.addr.eq(self.f_pc), read.en.eq(self.en),
+            self.d_word.eq(read.data),
+        ]
+
+        repeat = Signal()  # the pc in F is a second or later execution of a loop-body pc
+        left = Signal.like(self.iterations)  # body executions left, the current one included
+        pc = self.f_pc
+        loop_back = Signal()
+        skip = Signal()
+        following = Signal(size_bits + 1)
+        m.d.comb += [
+            # pc reaches LOOP_END only inside the loop: with 0 iterations it is skipped
+            loop_back.eq((pc == self.loop_end) & (left > 1)),
+            skip.eq((pc + 1 == self.loop_start) & (self.iterations == 0)),
+            following.eq(Mux(loop_back, self.loop_start,
+                             Mux(skip, self.loop_end + 1, pc + 1))),
+        ]
+        with m.If(self.stop):
+            m.d.sync += [self.f_valid.eq(0), self.d_valid.eq(0)]
+        with m.Elif(self.start):
+            # with LOOP_START 0 and no iterations the program starts past the body
+            past_body = (self.loop_start == 0) & (self.iterations == 0)
+            first = Mux(past_body, self.loop_end + 1, 0)
+            m.d.sync += [
+                self.f_pc.eq(first),
+                self.f_valid.eq(first < self.program_size),
+                repeat.eq(0),
+                left.eq(self.iterations),
+                self.d_valid.eq(0),
+            ]
+        with m.Elif(self.en):
+            with m.If(self.f_valid):
+                m.d.sync += [
+                    self.f_pc.eq(following),
+                    self.f_valid.eq(loop_back | (following < self.program_size)),
+                    repeat.eq(loop_back | (repeat & (pc != self.loop_end))),
+                    left.eq(Mux(loop_back, left - 1, left)),
+                ]
+            m.d.sync += [self.d_valid.eq(self.f_valid), self.d_pc.eq(self.f_pc),
+                         self.d_first.eq(~repeat)]
+        return m

@@ -1,0 +1,62 @@
+"""Running 64-bit signatures of wide records, one record per cycle, for the lockstep test.
+
+The lockstep test compares every retire record of the RTL with the simulator's. Reading a
+1,000-bit record into Python every cycle costs the simulation far more than the design does,
+so the trace logic also folds each record into a running signature, which the testbench reads
+once per run and compares with :func:`signature` of the simulator's records; only a run whose
+signatures differ is run again record by record to find the first difference.
+
+A record of ``n`` 64-bit chunks ``c_k`` (the last zero-padded) becomes
+``s = sum(c_k * M_k) mod 2^64`` with odd constants ``M_k``, and the signature
+``h = h * P + s mod 2^64`` (from 0). Any difference confined to one chunk changes ``s`` (an odd
+multiplier is invertible modulo 2^64); differences in several chunks cancel only for patterns
+as unlikely as a 2^-60 collision. Products and sums of whole vectors are what event-driven
+simulators (Icarus) evaluate cheaply: a CRC's parity trees over single bits cost them far more
+than the design itself.
+"""
+
+from amaranth.hdl import Signal
+
+__all__ = ["SIGNATURE_BITS", "signature", "signature_step"]
+
+SIGNATURE_BITS = 64
+_MASK = (1 << SIGNATURE_BITS) - 1
+#: The multiplier of the running signature (odd).
+PRIME = 0x9E3779B97F4A7C15
+
+
+def _multiplier(k):
+    """An odd 64-bit constant for chunk ``k`` (splitmix64 of ``k``)."""
+    z = (k + 1) * PRIME & _MASK
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK
+    return (z ^ (z >> 31)) | 1
+
+
+def _chunks(bits):
+    return (bits + SIGNATURE_BITS - 1) // SIGNATURE_BITS
+
+
+def signature(records, bits, start=0):
+    """The running signature after ``records`` (ints of ``bits`` bits) from ``start``."""
+    multipliers = [_multiplier(k) for k in range(_chunks(bits))]
+    h = start
+    for value in records:
+        s = 0
+        for k, multiplier in enumerate(multipliers):
+            s += (value >> (SIGNATURE_BITS * k) & _MASK) * multiplier
+        h = (h * PRIME + s) & _MASK
+    return h
+
+
+def signature_step(m, h, data):
+    """The signature after one more record ``data`` (an Amaranth value) from ``h`` (a
+    ``SIGNATURE_BITS``-bit value), as an expression; ``m`` takes the intermediate signals."""
+    bits = len(data)
+    total = 0
+    for k in range(_chunks(bits)):
+        chunk = data[SIGNATURE_BITS * k:SIGNATURE_BITS * (k + 1)]
+        product = Signal(SIGNATURE_BITS, name=f"signed_chunk{k}")
+        m.d.comb += product.eq(chunk * _multiplier(k))
+        total = total + product
+    return h * PRIME + total
