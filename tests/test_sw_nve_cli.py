@@ -43,7 +43,8 @@ def test_report_simulates_bands(capsys):
     assert main(["nve", "report", "face-detection", "--layers", "L4", "--simulate-bands",
                  "2"]) == 0
     out = capsys.readouterr().out
-    assert "| face-detection L4 | 1 | 2 | 12 | 11,264 | yes | 52,416 | yes | 123,904 |" in out
+    assert ("| face-detection L4 | 1 | 2 | 12 | 11,264 | yes | 52,416 | yes | yes | 123,904 |"
+            in out)
     assert "weights" not in out  # totals need all four layers
 
 

@@ -225,11 +225,17 @@ def test_buffer_overflows_are_refused():
     with pytest.raises(NveCompileError, match=r"^small: the group of maps \[0\] needs \d+ "
                        r"local-buffer words \(\d+ coefficient words .*\), more than the 64 of "
                        r"the local buffer$"):
-        compile_layer(layer, name="small", config=NveConfig(local_words=64))
+        compile_layer(layer, name="small", config=NveConfig(local_words=64), partial=False)
     with pytest.raises(NveCompileError, match=r"^small: the program of maps \[0\] \(II 101, "
                        r"\d+ coefficient words, .*\) needs standard \d+ / compact \d+ "
                        r"instructions, more than the 128 of the instruction buffer$"):
-        compile_layer(layer, name="small", config=NveConfig(instruction_words=128))
+        compile_layer(layer, name="small", config=NveConfig(instruction_words=128),
+                      partial=False)
+    # split into partial sums, the parts' rings still exceed 64 words
+    with pytest.raises(NveCompileError, match=r"^small: map 0 does not fit even with one input "
+                       r"map per program \(small map 0 part \d/4: .* more than the 64 of the "
+                       r"local buffer\)$"):
+        compile_layer(layer, name="small", config=NveConfig(local_words=64))
 
 
 def test_other_datapaths_are_refused():

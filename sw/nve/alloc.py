@@ -95,5 +95,5 @@ def allocate(graph, schedule, config, name):
             f"{name}: the group of maps {list(spec.maps)} needs {plan.used} local-buffer words "
             f"({plan.coef_words} coefficient words + a ring of {plan.ring} x {plan.step} "
             f"column words for {plan.inputs} input maps), more than the {config.local_words} "
-            f"of the local buffer")
+            f"of the local buffer", too_large=True)
     return plan

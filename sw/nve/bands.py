@@ -58,13 +58,22 @@ def band_stream(stream, coef_words, padded, columns, band):
 def place_outputs(out, result_outputs, plan_outputs, maps, columns, band):
     """Write the int8 output words of one run into ``out[map, row, column]``: output word ``n``
     is ``plan_outputs[n] = (map position, output column, half)`` (``None``: discarded); ``lo``
-    holds band rows 0..7, ``hi`` rows 8..15 (rows 0..7 in half-vector mode). Rows past the map
-    are dropped."""
-    rows = out.shape[1]
+    holds band rows 0..7, ``hi`` rows 8..15 (rows 0..7 in half-vector mode). Partial-sum words
+    (``ps``) go to ``out[map, digit, row, column]``: the ``n``-th of a map and column holds
+    digit ``n // 2`` of rows ``8 (n % 2)`` ... Rows past the map are dropped."""
+    rows = out.shape[-2]
+    count = {}
     for word, where in zip(result_outputs, plan_outputs):
         if where is None:
             continue
         pos, x, half = where
+        if half == "ps":
+            n = count[(pos, x)] = count.get((pos, x), -1) + 1
+            first = band * columns.lanes + 8 * (n % 2)
+            keep = min(8, rows - first)
+            if keep > 0:
+                out[maps[pos], n // 2, first:first + keep, x] = word[:keep]
+            continue
         first = band * columns.lanes + (8 if half == "hi" and not columns.half else 0)
         keep = min(8, rows - first)
         if keep > 0:

@@ -8,7 +8,9 @@
                                               choices, the weighted totals and (with N > 0)
                                               row bands run on the simulator.
 
-``NETWORK`` is ``face-detection``, ``speed-sign`` or ``all``.
+``NETWORK`` is ``face-detection``, ``speed-sign``, ``all`` or a text description of a network
+(:mod:`.netfile`: one line per layer with the seed's fields); a described network has no
+Table 5 to be compared with.
 """
 
 import argparse
@@ -19,10 +21,12 @@ from pathlib import Path
 
 from .errors import NveCompileError
 from .host import WORD_BYTES
+from .netfile import read_network
 from .network import (
     NETWORK_NAMES,
     TABLE1_TRANSFER_MB,
     TABLE5_TOTALS,
+    compile_layers,
     compile_network,
     simulate_network,
 )
@@ -37,6 +41,28 @@ BENCH_BANDS = 2
 
 def _networks(name):
     return list(NETWORK_NAMES) if name == "all" else [name]
+
+
+def _described(results):
+    return any(net.name not in NETWORK_NAMES for net in results)
+
+
+def described_table(results):
+    """Markdown: per layer of a described network, the programs and figures (no seed
+    columns)."""
+    lines = ["| layer | kernel / stride | maps | groups | II | steady MAC/instr | "
+             "whole-layer MAC/instr | MACs | cycles | MiB |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
+    for net in results:
+        for r in net.layers:
+            layer, programs = r.layer, r.programs()
+            iis = "/".join(str(ii) for ii in dict.fromkeys(p.ii for p in programs))
+            lines.append(
+                f"| {net.name} {r.name} | {layer.kernel_h}x{layer.kernel_w} / "
+                f"{layer.stride_h}x{layer.stride_w} | {layer.out_maps} | "
+                f"{len(r.compiled.groups)} | {iis} | {r.steady:.2f} | {r.whole:.2f} | "
+                f"{r.macs:,} | {r.cycles:,} | {r.transfer_bytes / _MIB:.2f} |")
+    return "\n".join(lines)
 
 
 def _groups_text(groups, limit=6):
@@ -114,19 +140,21 @@ def fusion_table(results):
 def simulation_table(results, sims):
     """Markdown: the simulated bands per layer and the extrapolation to the whole layer."""
     lines = ["| layer | programs | bands simulated | output rows | simulated cycles | "
-             "= program's cycles per band | simulated MACs | bit-exact | layer cycles "
-             "(bands x cycles per band) |",
-             "|---|---:|---:|---:|---:|---|---:|---|---:|"]
+             "= program's cycles per band | simulated MACs | bit-exact | exact accumulators "
+             "| layer cycles (bands x cycles per band) |",
+             "|---|---:|---:|---:|---:|---|---:|---|---|---:|"]
     for net in results:
         for r in net.layers:
             runs = sims[net.name][r.name]
             agree = all(b.cycles == b.expected for b in runs)
             exact = all(b.exact for b in runs)
+            accumulators = all(b.exact_accumulators for b in runs)
             lines.append(
                 f"| {net.name} {r.name} | {len(r.programs())} | {len(runs)} | "
                 f"{sum(b.rows for b in runs)} | {sum(b.cycles for b in runs):,} | "
                 f"{'yes' if agree else 'NO'} | {sum(b.macs for b in runs):,} | "
-                f"{'yes' if exact else 'NO'} | {r.cycles:,} |")
+                f"{'yes' if exact else 'NO'} | {'yes' if accumulators else 'NO'} | "
+                f"{r.cycles:,} |")
     return "\n".join(lines)
 
 
@@ -151,7 +179,8 @@ def transfer_summary(results):
 
 
 def _simulation_ok(sims):
-    return all(b.exact and b.cycles == b.expected for layers in sims.values()
+    return all(b.exact and b.exact_accumulators and b.cycles == b.expected
+               for layers in sims.values()
                for runs in layers.values() for b in runs)
 
 
@@ -212,7 +241,10 @@ def results_section(results, sims, bands, seconds):
         "A band of a group executes the same instructions whatever its data, without "
         "stalls, so a layer's cycles are the sum over its groups of bands x the program's "
         "instructions per band (last column); every simulated band took exactly that many "
-        "cycles.",
+        "cycles. *Exact accumulators*: the same bands run again with pixels in -1 ... 1, at "
+        "most 120 coefficients +-1 per map and a bias in -7 ... 7, shift 0 and the identity "
+        "LUT, so every output pixel is its accumulator and a wrong product or coefficient "
+        "cannot hide in the bits the realistic run's shift drops.",
         "",
         simulation_table(results, sims),
     ]
@@ -220,6 +252,11 @@ def results_section(results, sims, bands, seconds):
 
 
 def _print_layers(results):
+    if _described(results):
+        print(described_table(results))
+        print()
+        print(fusion_table(results))
+        return
     print(layer_table(results))
     print()
     print(fusion_table(results))
@@ -231,6 +268,14 @@ def _print_layers(results):
 def _compile_all(args):
     fusion = not args.no_fusion
     out = []
+    if args.network not in (*NETWORK_NAMES, "all"):
+        described = read_network(args.network)
+        t = time.perf_counter()
+        result = compile_layers(described.name, described.layers, fusion=fusion,
+                                layers=args.layers)
+        print(f"{described.name}: {len(result.layers)} layers compiled in "
+              f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
+        return [result]
     for name in _networks(args.network):
         t = time.perf_counter()
         result = compile_network(name, fusion=fusion, layers=args.layers)
@@ -262,6 +307,7 @@ def _write_programs(results, out):
                     "maps": list(g.spec.maps), "inputs": list(g.spec.inputs),
                     "program": stems[g.spec.maps], "instructions": g.program.size,
                     "form": g.emitted.form, "ii": g.ii, "lanes": g.lanes, "bands": g.bands,
+                    "part": list(g.part) if g.part else None,
                     "cycles_per_band": g.instructions_per_band,
                     "input_words_per_band": len(g.emitted.stream),
                     "output_words_per_band": len(g.emitted.outputs),
@@ -296,7 +342,7 @@ def _compile_or_report(args):
     """The compiled networks of ``args``, or None after printing why they cannot be."""
     try:
         return _compile_all(args)
-    except (KeyError, ValueError, NveCompileError) as error:
+    except (KeyError, ValueError, NveCompileError, OSError) as error:
         message = error.args[0] if isinstance(error, KeyError) else error
         print(f"tessera nve: error: {message}", file=sys.stderr)
         return None
@@ -373,8 +419,10 @@ def add_parser(commands):
     report = sub.add_parser("report", help="per-layer MAC/instruction and data transfer next "
                                            "to the seed's Table 5")
     for p in (compile_, report):
-        p.add_argument("network", choices=choices, metavar="NETWORK",
-                       help=f"{', '.join(choices)}")
+        p.add_argument("network", metavar="NETWORK",
+                       help=f"{', '.join(choices)}, or a file describing a network (one line "
+                            f"per layer: out HxW kernel KHxKW subsample SHxSW maps N connect "
+                            f"...)")
         p.add_argument("--no-fusion", action="store_true", help="one output map per program")
         p.add_argument("--layers", nargs="+", metavar="L",
                        help="only these layers (L1 ... L4; totals need all four)")

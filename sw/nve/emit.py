@@ -234,7 +234,7 @@ def _check_phantoms(ops, x0, k_count, n, setrb0, form):
             if x < 0 and op.slot != "act":
                 raise FormError(f"op {op.id} ({op.name}) of iteration {x} in the first body "
                                 f"execution")
-            if x >= n and (op.name in ("mac", "lo", "hi") or
+            if x >= n and (op.name in ("mac", "mach") or op.slot == "act" or
                            (op.name == "setrb" and op.id != setrb0)):
                 raise FormError(f"op {op.id} ({op.name}) of iteration {x} in the last body "
                                 f"execution")

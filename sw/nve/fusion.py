@@ -31,7 +31,7 @@ from itertools import combinations
 from hls_ref.nve.isa import DEFAULT_CONFIG
 
 from .columns import column_layout, column_steps
-from .compile import CompiledLayer, _finish, _signature, compile_group
+from .compile import CompiledLayer, _finish, _signature, compile_group, compile_layer
 from .errors import NveCompileError
 
 __all__ = ["Attempt", "Candidate", "FusedLayer", "GroupEstimate", "GroupProbe", "fuse_layer",
@@ -322,7 +322,9 @@ def fuse_layer(layer, *, name=None, strategy="best", half_vector=None, config=DE
     then the fewest external words). For a layer whose kernel phases have one tap each, both
     vector modes are searched unless ``half_vector`` fixes one. ``name`` names the layer in
     errors; ``half_vector``, ``config``, ``check`` as :func:`.compile.compile_layer`. Returns
-    a :class:`FusedLayer`. Raises :class:`NveCompileError` when a single map does not fit.
+    a :class:`FusedLayer`. A layer with a map too large for one program is compiled without
+    fusion, that map split into partial sums (:mod:`.partial`); :class:`NveCompileError` when
+    even that fails.
     """
     if strategy not in ("none", "greedy", "best"):
         raise ValueError(f"strategy must be none, greedy or best, not {strategy!r}")
@@ -368,7 +370,16 @@ def fuse_layer(layer, *, name=None, strategy="best", half_vector=None, config=DE
                         seed_greedy(maps, inputs_of, size_of, prober.fits, cap)[0])
                 add("pair merging", pair_merging(maps, inputs_of, prober.fits)[0])
     if not candidates:
-        raise NveCompileError(errors[0])
+        # a map too large for one program is split into partial sums: such a layer is
+        # compiled unfused (compile_layer splits what does not fit alone)
+        compiled = compile_layer(layer, name=name, config=config, check=check)
+        if not any(g.part for g in compiled.groups):
+            raise NveCompileError(errors[0])
+        chosen = Candidate("none, partial sums", tuple(g.spec.maps for g in compiled.groups
+                                                       if not g.part or not g.part[0]),
+                           GroupEstimate(compiled.instructions, compiled.input_words,
+                                         compiled.output_words))
+        return FusedLayer(compiled, chosen, (chosen,))
     chosen = min(candidates, key=_cost)
     compiled = probers[chosen.half_vector].compile(chosen.groups, check)
     got = GroupEstimate(compiled.instructions, compiled.input_words, compiled.output_words)

@@ -13,6 +13,8 @@ import numpy as np
 from hls_ref.nve.isa import DEFAULT_CONFIG
 
 from .compile import compile_layer, run_group
+from .partial import run_parts
+from .taskgraph import PLANES
 
 __all__ = ["GroupRun", "LayerRun", "run_layer"]
 
@@ -82,12 +84,31 @@ def run_layer(layer, inputs, weights, bias, shift, lut, *, compiled=None, bands=
     out = np.zeros(layer.out_shape, dtype=np.int8)
     runs = []
     taps = layer.kernel_h * layer.kernel_w
+    chains = {}  # the parts of each split map, run together band by band
+    for group in compiled.groups:
+        if group.part:
+            chains.setdefault(group.spec.maps[0], []).append(group)
+    part_results = {}
+    for m, parts in chains.items():
+        chosen = range(parts[0].bands) if bands is None else [b for b in bands
+                                                              if 0 <= b < parts[0].bands]
+        for band in chosen:
+            got, results = run_parts(parts, layer, inputs, weights, bias, shift, lut, band,
+                                     config)
+            rows = slice(band * parts[0].lanes, (band + 1) * parts[0].lanes)
+            out[m, rows] = got[m, rows]
+            for group, result in zip(parts, results):
+                part_results.setdefault(id(group), []).append((band, result))
     for group in compiled.groups:
         chosen = range(group.bands) if bands is None else [b for b in bands
                                                            if 0 <= b < group.bands]
-        _, results = run_group(group, layer, inputs, weights, bias, shift, lut,
-                               bands=chosen, config=config, out=out)
-        pairs = sum(len(layer.connections[m]) for m in group.spec.maps)
+        if group.part:
+            results = [r for _, r in part_results.get(id(group), ())]
+            pairs = len(group.spec.connections[0]) - (PLANES if group.spec.reload else 0)
+        else:
+            _, results = run_group(group, layer, inputs, weights, bias, shift, lut,
+                                   bands=chosen, config=config, out=out)
+            pairs = sum(len(layer.connections[m]) for m in group.spec.maps)
         rows = sum(min(group.lanes, layer.out_h - b * group.lanes) for b in chosen)
         runs.append(GroupRun(
             maps=group.spec.maps, bands=len(results),

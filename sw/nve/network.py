@@ -30,13 +30,16 @@ from hls_ref.nve.layers import NveLayer, conv_layer, random_layer_data
 from sw.nve_layers import nve_layers
 
 from .bands import padded_input
-from .compile import _signature, compile_layer, run_group
+from .compile import _signature, check_data, compile_layer, run_group
 from .fusion import fuse_layer
 from .host import WORD_BYTES
+from .partial import run_parts
 from .report import TABLE5, bound
+from .taskgraph import PLANES
 
 __all__ = ["SEED_WORKLOAD", "TABLE1_TRANSFER_MB", "TABLE5_TOTALS", "BandRun", "LayerResult",
-           "NetworkResult", "ProgramSummary", "compile_network", "simulate_network"]
+           "NetworkResult", "ProgramSummary", "compile_layers", "compile_network",
+           "simulate_network"]
 
 #: Table 5's workload column: percent of the network's MACs per layer, as printed.
 SEED_WORKLOAD = {
@@ -128,13 +131,14 @@ class LayerResult:
 
     @property
     def seed_automatic(self):
-        """Table 5, the seed generator's MAC/instruction."""
-        return TABLE5[(self.network, self.name)][0]
+        """Table 5, the seed generator's MAC/instruction (None for another network)."""
+        return TABLE5.get((self.network, self.name), (None, None))[0]
 
     @property
     def seed_manual(self):
-        """Table 5, the experts' hand-written code's MAC/instruction."""
-        return TABLE5[(self.network, self.name)][1]
+        """Table 5, the experts' hand-written code's MAC/instruction (None for another
+        network)."""
+        return TABLE5.get((self.network, self.name), (None, None))[1]
 
     @property
     def input_bytes(self):
@@ -164,8 +168,9 @@ class LayerResult:
     def programs(self):
         """The :class:`ProgramSummary` of every distinct program, in group order."""
         members = {}
-        for g in self.compiled.groups:  # one program per structure
-            members.setdefault(_signature(self.layer, g.spec.maps), []).append(g)
+        for g in self.compiled.groups:  # one program per structure (and part)
+            key = (_signature(self.layer, g.spec.maps), g.part)
+            members.setdefault(key, []).append(g)
         return tuple(ProgramSummary(tuple(gs), gs[0].ii, *bound(gs[0]), gs[0].emitted.form,
                                     gs[0].program.size, gs[0].lanes, gs[0].macs_per_iteration)
                      for gs in members.values())
@@ -222,8 +227,15 @@ def compile_network(name, *, fusion=True, check=True, layers=None, config=DEFAUL
     Returns a :class:`NetworkResult`. Takes seconds (speed-sign L2's fusion candidates
     dominate).
     """
+    return compile_layers(name, nve_layers(name), fusion=fusion, check=check, layers=layers,
+                          config=config)
+
+
+def compile_layers(name, table, *, fusion=True, check=True, layers=None,
+                   config=DEFAULT_CONFIG):
+    """:func:`compile_network` for any layers: ``table`` is ``{layer name: NveLayer}`` in
+    execution order (e.g. :func:`.netfile.read_network`'s), ``name`` names the network."""
     strategy = {True: "best", False: "none"}.get(fusion, fusion)
-    table = nve_layers(name)
     unknown = sorted(set(layers or ()) - set(table))
     if unknown:
         raise KeyError(f"{name} has no layer {', '.join(unknown)}; its layers are "
@@ -247,7 +259,9 @@ class BandRun:
     """One row band of one group run on the ISS: ``layer``, ``maps``, ``band`` (index),
     ``rows`` (output rows inside the map), ``cycles`` simulated, ``expected`` (the program's
     instructions per band), ``macs`` (useful MACs of the band), ``exact`` (every output pixel
-    equals the golden model's)."""
+    equals the golden model's, realistic random data), ``exact_accumulators`` (the same with
+    the exact check's data, :func:`.compile.check_data`: every output pixel is its
+    accumulator)."""
 
     layer: str
     maps: tuple
@@ -257,6 +271,7 @@ class BandRun:
     expected: int
     macs: int
     exact: bool
+    exact_accumulators: bool
 
 
 def _shift(layer):
@@ -294,29 +309,44 @@ def _pick_bands(count, n):
 
 def simulate_layer(result, bands, rng, config=DEFAULT_CONFIG):
     """Run ``bands`` row bands (spread over the layer, first and last included) of every
-    distinct program of ``result`` (a :class:`LayerResult`) on the ISS with random data and
-    compare them with the golden model. Successive bands use successive groups of the program
-    (so a program shared by many groups sees several of them). Returns :class:`BandRun`\\ s."""
+    distinct program of ``result`` (a :class:`LayerResult`) on the ISS and compare them with
+    the golden model, with realistic random data and with the exact check's data (where each
+    output pixel is its accumulator, so no error hides in the bits the shift drops).
+    Successive bands use successive groups of the program (so a program shared by many groups
+    sees several of them). Returns :class:`BandRun`\\ s."""
     layer = result.layer
     inputs, weights, bias = random_layer_data(layer, rng)
-    lut = rng.integers(-128, 128, 1024)
-    shift = _shift(layer)
-    padded = padded_input(inputs, layer.pad)
+    realistic = (inputs, weights, bias, _shift(layer), rng.integers(-128, 128, 1024))
+    exact = check_data(layer, rng, exact=True)
     taps = layer.kernel_h * layer.kernel_w
     runs = []
     for program in result.programs():
         members = program.members
         for k, band in enumerate(_pick_bands(members[0].bands, bands)):
             group = members[k % len(members)]
-            out, results = run_group(group, layer, inputs, weights, bias, shift, lut,
-                                     bands=[band], config=config)
-            expected, r0, rows = _band_golden(layer, padded, weights, bias, group.spec.maps,
-                                              group.lanes, band, shift, lut)
-            got = out[list(group.spec.maps), r0:r0 + rows]
-            pairs = sum(len(layer.connections[m]) for m in group.spec.maps)
-            runs.append(BandRun(result.name, group.spec.maps, band, rows, results[0].cycles,
+            matched, cycles = [], []
+            parts = [g for g in result.compiled.groups if g.part and
+                     g.spec.maps == group.spec.maps]
+            for data in (realistic, exact):
+                if group.part:  # the map's whole chain of parts, this part's cycles
+                    out, results = run_parts(parts, layer, *data, band, config)
+                    results = [results[group.part[0]]]
+                else:
+                    out, results = run_group(group, layer, *data, bands=[band], config=config)
+                padded = padded_input(data[0], layer.pad)
+                expected, r0, rows = _band_golden(layer, padded, data[1], data[2],
+                                                  group.spec.maps, group.lanes, band, *data[3:])
+                got = out[list(group.spec.maps), r0:r0 + rows]
+                matched.append(bool(np.array_equal(got, expected)))
+                cycles.append(results[0].cycles)
+            if cycles[0] != cycles[1]:
+                raise AssertionError("a band's cycles depend on its data")
+            pairs = (len(group.spec.connections[0]) - (PLANES if group.spec.reload else 0)
+                     if group.part else sum(len(layer.connections[m])
+                                            for m in group.spec.maps))
+            runs.append(BandRun(result.name, group.spec.maps, band, rows, cycles[0],
                                 group.instructions_per_band, rows * layer.out_w * taps * pairs,
-                                bool(np.array_equal(got, expected))))
+                                *matched))
     return tuple(runs)
 
 

@@ -57,7 +57,7 @@ def schedule_core(graph, ii=None):
     free row for some operation or a loop-carried edge between core operations fails at
     ``ii``."""
     ops = graph.ops
-    core = {op.id for op in ops if op.name not in ("wr", "lo", "hi", "rd")}
+    core = {op.id for op in ops if op.slot != "act" and op.name not in ("wr", "rd")}
     succ = {i: [] for i in core}
     pred = {i: [] for i in core}
     for e in graph.edges:

@@ -35,8 +35,9 @@ from itertools import pairwise
 
 from .columns import column_steps
 
-__all__ = ["HAND_OFF", "REPLACED", "WRITE_READ", "Edge", "GroupSpec", "Op", "TaskGraph",
-           "build_graph", "forbidden_starts"]
+__all__ = ["ACT_PARTIAL_WORDS", "HAND_OFF", "PLANES", "PLANE_WEIGHTS", "REPLACED", "WRITE_READ",
+           "Edge", "GroupSpec", "Op", "TaskGraph", "build_graph", "forbidden_starts",
+           "plane_op"]
 
 # The ``why`` of the edges the schedulers look up by kind (the others only name their rule).
 #: ``wr`` -> ``rd`` of the same word.
@@ -47,12 +48,32 @@ HAND_OFF = "setrb -> act of the handed-off map"
 REPLACED = "act before the hand-off is replaced"
 
 
+#: Digit planes of a partial sum (``hls_ref.nve.numerics.PARTIAL_DIGITS``) and their reload
+#: operations: plane ``k`` enters with weight ``PLANE_WEIGHTS[k]`` through ``mac`` (k < 2) or
+#: ``mach`` (the product shifted 16 bits).
+PLANES = 4
+PLANE_WEIGHTS = (1, 256, 1, 256)
+ACT_PARTIAL_WORDS = 8
+
+
+def plane_op(k):
+    """The VMAC operation that reloads digit plane ``k``."""
+    return "mac" if k < 2 else "mach"
+
+
 @dataclass(frozen=True)
 class GroupSpec:
     """The geometry of a group: ``maps`` (output maps of the layer, in body order),
     ``inputs`` (input maps, in local-buffer order), ``connections[i]`` the positions in
     ``inputs`` that map ``maps[i]`` reads (in the layer's order), the kernel and strides, and
-    the :class:`~.columns.ColumnLayout`."""
+    the :class:`~.columns.ColumnLayout`.
+
+    Partial sums (one map split across programs, ``docs/nve.md``): with ``reload`` the last
+    :data:`PLANES` connections of every map are the digit planes of the partial sum an
+    earlier program sent out; each is read at one tap only, kernel row 0 of the first column
+    an iteration writes (one ``set.i`` and one ``mac``/``mach``, weight 1 or 256), the other
+    taps are skipped. With ``partial_out`` each
+    map's accumulators leave as the 8 ``act.ps`` words instead of ``act.lo``/``act.hi``."""
 
     maps: tuple
     inputs: tuple
@@ -62,6 +83,16 @@ class GroupSpec:
     stride_h: int
     stride_w: int
     columns: object
+    reload: bool = False
+    partial_out: bool = False
+
+    def is_plane(self, position, j):
+        """Whether connection ``j`` of map ``maps[position]`` is a digit plane (and which:
+        ``j - first plane``), else None."""
+        if not self.reload:
+            return None
+        first = len(self.connections[position]) - PLANES
+        return j - first if j >= first else None
 
     @property
     def steps(self):
@@ -70,10 +101,13 @@ class GroupSpec:
 
     def mac_taps(self, position):
         """``(j, a, c)`` of every ``mac`` of map ``maps[position]`` in issue order: its ``j``-th
-        input, kernel row ``a``, kernel column ``c``."""
+        input, kernel row ``a``, kernel column ``c`` (a digit plane: its first tap only)."""
         cols = self.columns
         out = []
         for j in range(len(self.connections[position])):
+            if self.is_plane(position, j) is not None:
+                out.append((j, 0, self.steps.first_new))
+                continue
             for c in range(self.kernel_w):
                 for p in cols.phases:
                     for t in range(cols.taps[p]):
@@ -88,7 +122,8 @@ class Op:
     ``word``: memory ops' word, ``("coef", n)`` or ``("pix", input, j, k)`` (stored column ``j``,
     word ``k``); ``delta``: iterations from the write of a read's word to the read; ``reads``:
     a set's read ops; ``target``: a read's set; ``coef``: a weight op's coefficient index in its
-    map's sequence."""
+    map's sequence; ``plane``: a VMAC op that reloads a partial-sum digit plane (not a MAC of
+    the layer)."""
 
     id: int
     slot: str
@@ -99,6 +134,7 @@ class Op:
     reads: tuple = ()
     target: int = -1
     coef: int = -1
+    plane: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,8 +174,9 @@ class TaskGraph:
 
     @property
     def mac_count(self):
-        """``mac`` operations per iteration."""
-        return sum(1 for op in self.ops if op.name == "mac")
+        """``mac`` (and ``mach``) operations per iteration that are MACs of the layer (the
+        reloads of partial-sum planes are not)."""
+        return sum(1 for op in self.ops if op.name in ("mac", "mach") and not op.plane)
 
     def count(self, slot):
         """Operations per iteration in ``slot``."""
@@ -158,10 +195,15 @@ def forbidden_starts(spec, position):
     if cols.half:
         return frozenset()
     out, k = set(), 1
-    for _ in range(len(spec.connections[position]) * spec.kernel_w):
-        for p in cols.phases:
-            out.add(k)  # tap 0 of every phase is a set.i
-            k += cols.taps[p]
+    for j in range(len(spec.connections[position])):
+        if spec.is_plane(position, j) is not None:
+            out.add(k)  # a plane's one tap is a set.i
+            k += 1
+            continue
+        for _ in range(spec.kernel_w):
+            for p in cols.phases:
+                out.add(k)  # tap 0 of every phase is a set.i
+                k += cols.taps[p]
     return frozenset(out)
 
 
@@ -170,7 +212,8 @@ def build_graph(spec, layouts):
     ``layouts[i]`` for map ``i`` (each summing to 1 + its mac count)."""
     g = TaskGraph(spec, tuple(tuple(s) for s in layouts))
     cols, steps = spec.columns, spec.steps
-    acts_per_map = ("hi",) if cols.half else ("lo", "hi")
+    acts_per_map = (("ps",) * ACT_PARTIAL_WORDS if spec.partial_out else
+                    ("hi",) if cols.half else ("lo", "hi"))
     for pos in range(len(spec.maps)):
         word_of = {}  # coefficient index -> its coefficient word; chunk starts load with set.w
         first = 0
@@ -182,7 +225,12 @@ def build_graph(spec, layouts):
         setrb = g.add("vmac", "setrb", position=pos)
         g.vmac.append(setrb)
         g.setrbs.append(setrb)
-        vmac_ops = [setrb] + [g.add("vmac", "mac", position=pos) for _ in spec.mac_taps(pos)]
+        multiplies = []
+        for j, _, _ in spec.mac_taps(pos):
+            plane = spec.is_plane(pos, j)
+            multiplies.append(g.add("vmac", "mac" if plane is None else plane_op(plane),
+                                    position=pos, plane=plane is not None))
+        vmac_ops = [setrb, *multiplies]
         g.vmac += vmac_ops[1:]
         for q in range(len(vmac_ops)):
             if q == 0 or word_of[q] != word_of[q - 1]:
@@ -191,11 +239,13 @@ def build_graph(spec, layouts):
                 w.reads = (rd.id,)
             else:
                 g.add("wreg", "sh", position=pos, coef=q)
-        for inp in spec.connections[pos]:
-            for c in range(spec.kernel_w):
+        for j, inp in enumerate(spec.connections[pos]):
+            plane = spec.is_plane(pos, j) is not None
+            # a plane is read at one tap: row 0 of the column written in this iteration
+            for c in (steps.first_new,) if plane else range(spec.kernel_w):
                 delta, jj = steps.reads[c]
-                for p in cols.phases:
-                    for name, word_a, word_b in cols.phase_ops(p):
+                for p in cols.phases[:1] if plane else cols.phases:
+                    for name, word_a, word_b in cols.phase_ops(p)[:1 if plane else None]:
                         r = g.add("ireg", name, position=pos)
                         reads = []
                         for slot, word in (("mema", word_a), ("memb", word_b)):
@@ -205,11 +255,14 @@ def build_graph(spec, layouts):
                                 reads.append(rd.id)
                         r.reads = tuple(reads)
         g.acts.append([g.add("act", half, position=pos) for half in acts_per_map])
-    # writes of the new stored columns of every group input, once per group
+    # writes of the new stored columns of every group input, once per group (the words some
+    # read takes: a partial-sum plane is read at its first tap only)
+    read = {op.word for op in g.ops if op.name == "rd"}
     for j in range(steps.new):
         for inp in range(len(spec.inputs)):
             for k in range(cols.words):
-                g.add("mema", "wr", word=("pix", inp, j, k))
+                if ("pix", inp, j, k) in read:
+                    g.add("mema", "wr", word=("pix", inp, j, k))
     _edges(g)
     return g
 
@@ -259,7 +312,7 @@ def _users(g, slot):
             if op.slot == "wreg":
                 users[op.id] = seq[op.position][op.coef]
         return users
-    macs = iter(v for v in g.vmac if v.name == "mac")
+    macs = iter(v for v in g.vmac if v.name != "setrb")
     for op in g.ops:
         if op.slot == "ireg":
             users[op.id] = next(macs)
