@@ -404,7 +404,10 @@ class SocConfig:
       32-byte lines; they cache the on-chip RAM only);
     * ``clock_hz``: the clock the build is timed for (latency = cycles / clock);
     * ``uart_divisor``: the UART's reset clock divisor (clock / baud rate); the firmware may
-      set another at run time.
+      set another at run time;
+    * ``memctrl_bytes``: a window of this many bytes for the external-memory controller's
+      control registers (a board's SDRAM controller, whose initialisation the firmware runs);
+      0 (simulation builds: the memory model needs none) or a power of two.
     """
 
     accelerators: tuple = (DEFAULT_CONFIG,)
@@ -413,6 +416,7 @@ class SocConfig:
     cache_bytes: int = 4096
     clock_hz: int = 100_000_000
     uart_divisor: int = 868
+    memctrl_bytes: int = 0
 
     def __post_init__(self):
         accelerators = tuple(self.accelerators)
@@ -435,6 +439,11 @@ class SocConfig:
         if not isinstance(self.uart_divisor, int) or not 5 <= self.uart_divisor < 1 << 16:
             raise ValueError(f"uart_divisor must be an integer from 5 to 65535, "
                              f"not {self.uart_divisor!r}")
+        m = self.memctrl_bytes
+        if (not isinstance(m, int) or isinstance(m, bool) or m < 0 or m & (m - 1)
+                or (m and not 1024 <= m <= 1 << 24)):
+            raise ValueError(f"memctrl_bytes must be 0 or a power of two from 1024 to "
+                             f"16777216, not {m!r}")
 
     def datapaths(self):
         """``SYSCTRL.DATAPATHS``: byte ``k`` is accelerator ``k``'s ``DATAPATHS`` register
@@ -453,7 +462,7 @@ class SocConfig:
         return {"accelerators": [config.as_dict() for config in self.accelerators],
                 "ram_bytes": self.ram_bytes, "dram_bytes": self.dram_bytes,
                 "cache_bytes": self.cache_bytes, "clock_hz": self.clock_hz,
-                "uart_divisor": self.uart_divisor}
+                "uart_divisor": self.uart_divisor, "memctrl_bytes": self.memctrl_bytes}
 
     @classmethod
     def from_dict(cls, spec):
@@ -462,7 +471,8 @@ class SocConfig:
                                       for c in spec["accelerators"]),
                    ram_bytes=spec["ram_bytes"], dram_bytes=spec["dram_bytes"],
                    cache_bytes=spec["cache_bytes"], clock_hz=spec["clock_hz"],
-                   uart_divisor=spec["uart_divisor"])
+                   uart_divisor=spec["uart_divisor"],
+                   memctrl_bytes=spec.get("memctrl_bytes", 0))
 
 
 #: The default SoC: one 16-PE conv2d accelerator (``DEFAULT_CONFIG``) beside the processor.

@@ -46,6 +46,8 @@ PERIPH_WINDOW = 0x1000
 ACCEL_BASE = 0x2001_0000
 ACCEL_STRIDE = 0x1000
 DRAM_BASE = 0x4000_0000
+#: The external-memory controller's control registers (builds with ``memctrl_bytes``).
+MEMCTRL_BASE = 0x3000_0000
 
 #: ``SYSCTRL.ID``: "TSOC".
 SOC_ID = 0x54534F43
@@ -120,6 +122,7 @@ def c_header(soc):
                         ("RAM_BYTES", soc.ram_bytes), ("SYSCTRL_BASE", SYSCTRL_BASE),
                         ("UART_BASE", UART_BASE), ("ACCEL_BASE", ACCEL_BASE),
                         ("ACCEL_STRIDE", ACCEL_STRIDE), ("DRAM_BASE", DRAM_BASE),
+                        ("MEMCTRL_BASE", MEMCTRL_BASE), ("MEMCTRL_BYTES", soc.memctrl_bytes),
                         ("DRAM_BYTES", soc.dram_bytes), ("SOC_ID", SOC_ID),
                         ("BOOT_MAGIC", BOOT_MAGIC), ("EXIT_BOOT_FAILED", EXIT_BOOT_FAILED),
                         ("ACCELS", len(soc.accelerators)), ("CLOCK_HZ", soc.clock_hz)):

@@ -26,6 +26,7 @@ from hls_ref.soc_map import (
     ACCEL_BASE,
     ACCEL_STRIDE,
     DRAM_BASE,
+    MEMCTRL_BASE,
     PERIPH_WINDOW,
     RAM_BASE,
     ROM_BASE,
@@ -71,6 +72,10 @@ class Soc(wiring.Component):
         ``SYSCTRL.PROGRESS``.
     exit_valid : ``Out(1)``, exit_code : ``Out(32)``
         A write to ``SYSCTRL.EXIT`` (one-cycle pulse) and its value.
+    memctrl : ``Out(wishbone.Signature(addr_width=log2(memctrl_bytes) - 2, data_width=32,
+    granularity=8, features=("err", "cti", "bte")))``
+        Only in builds with ``memctrl_bytes``: the processor's accesses to
+        ``MEMCTRL_BASE + a``, for the memory controller's control port (byte address ``a``).
     """
 
     def __init__(self, config=DEFAULT_SOC):
@@ -79,7 +84,13 @@ class Soc(wiring.Component):
         self._config = config
         self._accelerators = [build_accelerator(c) for c in config.accelerators]
         self._interconnect = AxiInterconnect(managers=1 + len(config.accelerators))
+        ports = {}
+        if config.memctrl_bytes:
+            ports["memctrl"] = Out(wishbone.Signature(
+                addr_width=exact_log2(config.memctrl_bytes) - 2, data_width=32, granularity=8,
+                features=_CPU_FEATURES))
         super().__init__({
+            **ports,
             "mem": Out(self._interconnect.sub.signature),
             "uart_tx": Out(1, init=1), "uart_rx": In(1, init=1),
             "progress": Out(32), "exit_valid": Out(1), "exit_code": Out(32),
@@ -125,6 +136,17 @@ class Soc(wiring.Component):
         dbus.add(csr_bridge.wb_bus, name="periph", addr=SYSCTRL_BASE)
         dbus.add(dram.wb, name="dram", addr=DRAM_BASE)
         connect(m, dram.axi, interconnect.managers[0])
+        if config.memctrl_bytes:
+            memctrl = wishbone.Interface(addr_width=exact_log2(config.memctrl_bytes) - 2,
+                                         data_width=32, granularity=8, features=_CPU_FEATURES,
+                                         path=("memctrl",))
+            memctrl.memory_map = amaranth_soc.memory.MemoryMap(
+                addr_width=exact_log2(config.memctrl_bytes), data_width=8)
+            memctrl.memory_map.add_resource(self, name=("memctrl",), size=config.memctrl_bytes)
+            memctrl.memory_map.freeze()
+            dbus.add(memctrl, name="memctrl", addr=MEMCTRL_BASE)
+            windows.append((MEMCTRL_BASE, config.memctrl_bytes))
+            connect(m, flipped(self.memctrl), memctrl)
         for k, accelerator in enumerate(self._accelerators):
             regmap = accelerator.regmap
             bridge = WishboneToAxiLite(addr_width=regmap.addr_width)
