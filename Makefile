@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed-$(shell sha256sum pyproject.toml 2>/dev/null | cut 
 SIM     ?= icarus
 DEVICE  ?= ecp5-85f
 BLOCK   ?=
+BOARD   ?= ulx3s-85f
+CLOCK_MHZ ?= 50
 TESTS   ?=
 SEED    ?=
 WAVES   ?= 0
@@ -23,18 +25,20 @@ export TESSERA_SEED := $(SEED)
 endif
 export WAVES
 
-.PHONY: help setup icarus test test-full sim formal synth synth-report lint bench demo clean
+.PHONY: help setup icarus test test-full sim formal synth synth-report bitstream lint bench demo clean
 
 help:
 	@echo "make setup        create .venv, install pinned dependencies (and Icarus), print versions"
-	@echo "make demo         the main job: ST multiplier/PE row on the RTL, golden models vs TFLite,"
-	@echo "                  a ResNet-8 layer on the conv2d accelerator RTL, synthesis table"
+	@echo "make demo         the main job: whole MLPerf Tiny models on the RTL SoC checked against"
+	@echo "                  LiteRT, ST multiplier/PE row, golden models vs TFLite, a ResNet-8"
+	@echo "                  layer on the conv2d accelerator, synthesis table"
 	@echo "make test         CI tier: unit, Amaranth-sim, cocotb (Icarus + Verilator), formal"
 	@echo "make test-full    everything, with long random regressions and synthesis"
 	@echo "make sim SIM=icarus|verilator [TESTS=...] [SEED=n] [WAVES=1]   cocotb tests"
 	@echo "make formal       SymbiYosys proofs"
 	@echo "make synth [BLOCK=...] [DEVICE=ecp5-85f|ice40-up5k]   Yosys + nextpnr table"
 	@echo "make synth-report synthesise the standard blocks and rewrite docs/results.md"
+	@echo "make bitstream [BOARD=ulx3s-85f] [CLOCK_MHZ=50]   the SoC's bitstream and timing report"
 	@echo "make bench        cycle benchmarks from simulation -> docs/results.md"
 	@echo "make lint         ruff"
 
@@ -73,6 +77,9 @@ formal: setup
 
 synth: setup
 	$(PY) -m boards.synth $(BLOCK) --device $(DEVICE)
+
+bitstream: setup
+	$(PY) -m boards.bitstream --board $(BOARD) --clock-mhz $(CLOCK_MHZ)
 
 synth-report: setup
 	$(PY) -m boards.synth --write-results

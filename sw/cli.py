@@ -264,9 +264,9 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
-        "demo", help="the main job: ST multiplier and PE row on the RTL, golden models "
-        "against TFLite on the MLPerf Tiny models, a real ResNet-8 layer on the conv2d "
-        "accelerator RTL, the synthesis table")
+        "demo", help="the main job: whole MLPerf Tiny models on the RTL SoC checked against "
+        "LiteRT, the ST multiplier and PE row on the RTL, golden models against TFLite, a real "
+        "ResNet-8 layer on the conv2d accelerator RTL, the synthesis table")
     demo.add_argument("--no-synth", action="store_true", help="skip the synthesis table")
     demo.add_argument("--no-conv2d", action="store_true",
                       help="skip the conv2d accelerator run (its Verilator build takes minutes)")

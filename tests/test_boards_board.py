@@ -1,0 +1,101 @@
+"""The board build's parts: PLL settings, the SDRAM core generator, the SoC's memory-controller
+window and the ULX3S top level as Amaranth's platform build writes it (no place and route:
+``make bitstream`` runs that)."""
+
+import pytest
+
+from boards.sdram import SdramSpec, litedram_core
+from boards.ulx3s import MEMCTRL_BYTES, board_soc_config, pll_parameters
+from hls_ref.config import SocConfig
+from hls_ref.soc_map import MEMCTRL_BASE, c_header
+
+
+def test_pll_parameters_keep_the_vco_in_range_and_shift_the_sdram_clock_by_half_a_period():
+    pll = pll_parameters(50_000_000)
+    assert (pll["p_CLKI_DIV"], pll["p_CLKFB_DIV"], pll["p_CLKOP_DIV"]) == (1, 2, 12)
+    # output = 25 MHz * CLKFB_DIV / CLKI_DIV; VCO = output * CLKOP_DIV
+    assert 25e6 * pll["p_CLKFB_DIV"] * pll["p_CLKOP_DIV"] == 600e6
+    assert pll["p_CLKOS_CPHASE"] - pll["p_CLKOP_CPHASE"] == pll["p_CLKOS_DIV"] // 2
+    assert pll_parameters(100_000_000)["p_CLKOP_DIV"] == 6
+    with pytest.raises(ValueError, match="multiple of 25000000"):
+        pll_parameters(60_000_000)
+    with pytest.raises(ValueError, match="must divide 600000000"):
+        pll_parameters(175_000_000)
+
+
+def test_sdram_spec_checks_its_fields():
+    assert SdramSpec().bytes == 32 << 20
+    with pytest.raises(ValueError, match="part must be one of MT48LC16M16"):
+        SdramSpec(part="IS42S16")
+    with pytest.raises(ValueError, match="clock_hz must be from 10 MHz to 133 MHz"):
+        SdramSpec(clock_hz=200_000_000)
+
+
+def test_litedram_core_has_the_ports_the_top_level_connects(tmp_path):
+    core = litedram_core(SdramSpec(id_width=3), build_root=tmp_path)
+    text = core.verilog.read_text()
+    assert "module litedram_core" in text
+    for port in ("input  wire   [24:0] user_port_axi_0_araddr",
+                 "input  wire    [2:0] user_port_axi_0_arid",
+                 "output wire   [63:0] user_port_axi_0_rdata",
+                 "input  wire    [7:0] user_port_axi_0_wstrb",
+                 "input  wire   [29:0] wb_ctrl_adr", "output wire   [12:0] sdram_a"):
+        assert port in text, port
+    assert core.address_bits == 25
+    # the init sequence's registers, inside the control window the SoC gives the core
+    assert {"sdram_dfii_control", "sdram_dfii_pi0_command", "ddrctrl_init_done"} <= set(
+        core.registers)
+    assert max(core.registers.values()) < MEMCTRL_BYTES
+    assert (core.header_dir / "sdram_phy.h").exists()
+    again = litedram_core(SdramSpec(id_width=3), build_root=tmp_path)
+    assert again.verilog == core.verilog
+
+
+def test_the_board_soc_has_the_sdram_and_its_control_window():
+    config = board_soc_config()
+    assert config.dram_bytes == 32 << 20 and config.memctrl_bytes == MEMCTRL_BYTES
+    assert config.uart_divisor == 434            # 50 MHz / 115200 baud
+    assert SocConfig.from_dict(config.as_dict()) == config
+    assert f"#define MEMCTRL_BASE 0x{MEMCTRL_BASE:08x}u" in c_header(config)
+    with pytest.raises(ValueError, match="memctrl_bytes must be 0 or a power of two"):
+        SocConfig(memctrl_bytes=3000)
+
+
+def test_ulx3s_top_level_is_written_with_pins_clock_constraint_and_sdram_core():
+    from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+    from boards.bitstream import PREPARE
+    from boards.ulx3s import Ulx3sTop
+
+    plan = ULX3S_85F_Platform().build(Ulx3sTop(accelerators=()), name="tessera",
+                                      do_build=False, script_after_read=PREPARE)
+    lpf = plan.files["tessera.lpf"]
+    for pin in ("G2", "F19", "J16", "M1", "L4", "B2"):   # clock, SDRAM clock, dq0, UART, LED 0
+        assert f'SITE "{pin}"' in lpf, pin
+    assert "FREQUENCY NET" in lpf and "50000000" in lpf
+    assert "litedram_core.v" in plan.files
+    assert PREPARE in plan.files["tessera.ys"]
+    il = plan.files["tessera.il"]
+    assert "EHXPLLL" in il and "ODDRX1F" in il and "litedram_core" in il
+
+
+def test_program_says_what_is_missing(tmp_path):
+    from boards.bitstream import BitstreamResult, program
+
+    missing = BitstreamResult("ulx3s-85f", "d", {}, {}, {}, False, None, 0.0,
+                              "the flow failed (exit 1)")
+    with pytest.raises(RuntimeError, match=r"no bitstream to load for ulx3s-85f: the flow failed"):
+        program(missing)
+    bit = tmp_path / "tessera.bit"
+    bit.write_bytes(b"\xff")
+    built = BitstreamResult("ulx3s-85f", "d", {}, {}, {}, True, str(bit), 0.0)
+    with pytest.raises(RuntimeError, match=r"no-such-loader is not installed: install "
+                                           r"openFPGALoader"):
+        program(built, loader="no-such-loader")
+    calls = []
+
+    class Done:
+        returncode = 0
+
+    program(built, loader="sh", run=lambda args, check: calls.append(args) or Done())
+    assert calls == [["sh", "-b", "ulx3s", str(bit)]]
