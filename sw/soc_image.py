@@ -19,6 +19,7 @@ import numpy as np
 
 from hls_ref import image as fmt
 from hls_ref.config import DEFAULT_SOC, SocConfig
+from hls_ref.descriptor import Op
 from hls_ref.formats import TensorLayout
 
 from . import graph as g
@@ -280,6 +281,11 @@ def _qblock_bytes(qblock):
     return np.concatenate(chunks).astype("<u8").tobytes()
 
 
+#: The datapaths whose layers the image compiler lowers (the others' layers stay on the
+#: processor, with the reason).
+_IMAGE_LOWERS = (Op.CONV2D, Op.FC)
+
+
 def _accelerator_for(soc, op):
     datapath = fmt.ACCELERATOR_FOR.get(_OPS[type(op)])
     found = soc.find(datapath) if datapath is not None else []
@@ -492,7 +498,12 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
         info = LayerInfo(op.name, _OPS[type(op)], fmt.Engine.PROCESSOR, fmt.Reason.NONE, "",
                          tuple(n for n in op.inputs if not graph.tensor(n).is_constant),
                          op.output, macs)
-        if k is not None:
+        if k is not None and datapath not in _IMAGE_LOWERS:
+            # the datapath exists, but the image compiler does not lower these layers for it
+            info.reason = fmt.Reason.NO_ACCELERATOR
+            info.why = (f"the image compiler does not lower {op.kind} layers for the "
+                        f"{datapath.name.lower()} datapath yet")
+        elif k is not None:
             info.engine = fmt.Engine.ACCEL0 + k
         elif datapath is not None:
             info.reason = fmt.Reason.NO_ACCELERATOR

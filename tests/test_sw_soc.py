@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hls_ref import image as fmt
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, FCConfig, SocConfig
+from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, AcceleratorConfig, FCConfig, SocConfig
 from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode
 from sw import graph as g
 from sw.compare import random_input
@@ -48,6 +48,13 @@ def test_engines_and_reasons_follow_the_build():
     processor_only = compile_model("resnet8", SocConfig(accelerators=()))
     assert all(layer.engine == fmt.Engine.PROCESSOR for layer in processor_only.layers)
     assert processor_only.layers[0].why == "no conv2d datapath in this build"
+    # a build with the per-channel datapath: its layers are not lowered for it yet
+    perchannel = compile_model("dscnn", SocConfig(accelerators=(
+        AcceleratorConfig(depthwise={}),)))
+    depthwise = [layer for layer in perchannel.layers if layer.op == fmt.LayerOp.DEPTHWISE]
+    assert depthwise and all(layer.engine == fmt.Engine.PROCESSOR for layer in depthwise)
+    assert depthwise[0].why == ("the image compiler does not lower dwconv2d layers for the "
+                                "depthwise datapath yet")
 
 
 def test_buffer_plan_reuses_memory_without_overlapping_live_tensors():
