@@ -148,8 +148,9 @@ BLOCKS = {
            f"FC accelerator: the socket and the FC datapath ({FC_CONFIG.fc.pes} PEs of "
            f"{FC_CONFIG.fc.st_units} ST units, batches of {FC_CONFIG.fc.max_batch})", True),
     "soc_cpu": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict()}),
-                "SoC without accelerators: Minerva RV32IM (icache), 128 KiB RAM, UART, system "
-                "controller, AXI4 interconnect", True),
+                f"SoC without accelerators: Minerva RV32IM (icache), "
+                f"{SocConfig().ram_bytes // 1024} KiB RAM, UART, system controller, AXI4 "
+                f"interconnect", True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + the 16-PE conv2d accelerator (DEFAULT_SOC)", True),
     "nve": ("hdl.nve:nve",
