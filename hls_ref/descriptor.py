@@ -35,7 +35,7 @@ from .precision import Precision
 __all__ = ["DESCRIPTOR_BEATS", "DESCRIPTOR_BYTES", "FIELDS", "MAX_SEGMENT_BYTES",
            "OUT_WIDTH_CODES", "Descriptor", "ErrorCode", "FCGeometry", "Geometry", "Mode", "Op",
            "check", "check_fc", "fc_geometry", "geometry", "input_mode", "output_layout_ok",
-           "output_request"]
+           "output_request", "write_descriptors"]
 
 DESCRIPTOR_BEATS = 8
 DESCRIPTOR_BYTES = DESCRIPTOR_BEATS * BEAT_BITS // 8
@@ -376,3 +376,9 @@ def check(desc, config, acc_shape=None):
         return ErrorCode.ACC_STATE
     return ErrorCode.NONE
 
+
+def write_descriptors(memory, addr, descriptors):
+    """Write ``descriptors`` into ``memory`` (a uint8 array: an external-memory image) from
+    byte ``addr``, in list order."""
+    raw = b"".join(d.to_bytes() for d in descriptors)
+    memory[addr:addr + len(raw)] = list(raw)

@@ -38,6 +38,7 @@ from hls_ref.descriptor import (
     Descriptor,
     Mode,
     Op,
+    write_descriptors,
 )
 from hls_ref.formats import FCRows, QuantBlock
 from hls_ref.perchannel import ADD_ENTRIES
@@ -530,6 +531,5 @@ def random_list(rng, config, *, commands=(1, 6), ops=None, read_bytes=24 << 10,
         descriptors.append(desc)
         notes.append(note)
         prev = drawn_desc                # a chain continues the valid geometry
-    raw = b"".join(d.to_bytes() for d in descriptors)
-    memory[regions.desc:regions.desc + len(raw)] = np.frombuffer(raw, np.uint8)
+    write_descriptors(memory, regions.desc, descriptors)
     return FuzzList(memory, regions.desc, descriptors, config, faults, notes)

@@ -18,7 +18,7 @@ socket golden model and on the RTL alike.
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
-from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, Mode, Op
+from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, Mode, Op, write_descriptors
 from hls_ref.formats import TensorLayout, depthwise_weight_blob
 from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
@@ -61,8 +61,7 @@ def _finish(image, descriptors, desc_addr, out_addr, out_layout, config, seed):
     memory = None
     if seed is not None:
         memory = image.build(np.random.default_rng(seed))
-        raw = b"".join(d.to_bytes() for d in descriptors)
-        memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+        write_descriptors(memory, desc_addr, descriptors)
     return Program(memory, desc_addr, descriptors, out_addr, out_layout, config, image.regions)
 
 

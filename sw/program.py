@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
-from hls_ref.descriptor import DESCRIPTOR_BYTES, OUT_WIDTH_CODES, Descriptor, Op
+from hls_ref.descriptor import (
+    DESCRIPTOR_BYTES,
+    OUT_WIDTH_CODES,
+    Descriptor,
+    Op,
+    write_descriptors,
+)
 from hls_ref.formats import TensorLayout, conv_weight_blob, fc_stream_blob
 from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
@@ -51,6 +57,13 @@ class Program:
     @property
     def count(self):
         return len(self.descriptors)
+
+    def with_descriptors(self, descriptors):
+        """A copy of this program whose image holds ``descriptors`` at ``desc_addr``
+        instead of its own (the operands unchanged)."""
+        memory = self.memory.copy()
+        write_descriptors(memory, self.desc_addr, descriptors)
+        return replace(self, memory=memory, descriptors=list(descriptors))
 
     def output(self, memory=None):
         """The output tensor (HWC values) held by ``memory`` (default: this image)."""
@@ -103,8 +116,7 @@ class _Image:
         """The :class:`Program` of this image: the fill pattern of ``seed``, the regions
         placed, the descriptors written at ``desc_addr``."""
         memory = self.build(np.random.default_rng(seed))
-        raw = b"".join(d.to_bytes() for d in descriptors)
-        memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+        write_descriptors(memory, desc_addr, descriptors)
         return Program(memory, desc_addr, descriptors, out_addr, out_layout, config,
                        self.regions)
 

@@ -310,12 +310,8 @@ async def odd_output_address(dut):
             base = conv2d_program(x, weights, qb, cmd, config, row_splits=(1,),
                                   out_splits=(config.pes // 4,) if out_bits > 4 else ())
             for offset in range(1, 8) if thorough() else (out_c % 7 + 1,):
-                descriptors = [replace(d, out_addr=d.out_addr + offset)
-                               for d in base.descriptors]
-                program = replace(base, memory=base.memory.copy(), descriptors=descriptors)
-                raw = b"".join(d.to_bytes() for d in descriptors)
-                program.memory[base.desc_addr:base.desc_addr + len(raw)] = \
-                    np.frombuffer(raw, np.uint8)
+                program = base.with_descriptors(
+                    [replace(d, out_addr=d.out_addr + offset) for d in base.descriptors])
                 what = f"{out_bits}-bit outputs, {out_c} channels, out_addr + {offset}"
                 result = await run_and_compare(host, program, what,
                                                timeout_cycles=HANG_CYCLES)

@@ -257,12 +257,8 @@ async def output_addresses_and_clamps(dut):
                                             real_scale=qb.real_scale * 64), cmd, config,
                               relu=act_min == -3)
             for offset in range(1, 8) if thorough() else (out_bits % 7 + 1,):
-                descriptors = [replace(d, out_addr=d.out_addr + offset)
-                               for d in base.descriptors]
-                program = replace(base, memory=base.memory.copy(), descriptors=descriptors)
-                raw = b"".join(d.to_bytes() for d in descriptors)
-                program.memory[base.desc_addr:base.desc_addr + len(raw)] = \
-                    np.frombuffer(raw, np.uint8)
+                program = base.with_descriptors(
+                    [replace(d, out_addr=d.out_addr + offset) for d in base.descriptors])
                 what = f"{out_bits}-bit outputs at +{offset}, clamp [{act_min}, {act_max}]"
                 result = await run_and_compare(host, program, what,
                                                timeout_cycles=HANG_CYCLES)

@@ -12,7 +12,7 @@ import random
 import cocotb
 import numpy as np
 
-from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode, Op
+from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode, Op, write_descriptors
 from sim.accelerator_host import AcceleratorHost
 from sim.runner import Design
 from tests.stub_datapath import expected
@@ -33,8 +33,7 @@ def random_case(rng):
         chosen = 5 if rng.random() < 0.04 else op
         descriptors.append(Descriptor(op=chosen, in_addr=8 * rng.randrange(1024, 4096),
                                       out_addr=8 * rng.randrange(4096, 8190)))
-    raw = b"".join(d.to_bytes() for d in descriptors)
-    memory[desc_addr:desc_addr + len(raw)] = np.frombuffer(raw, np.uint8)
+    write_descriptors(memory, desc_addr, descriptors)
     faults = []
     if rng.random() < 0.3:
         d = rng.choice(descriptors)
