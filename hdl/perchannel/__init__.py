@@ -1,0 +1,1 @@
+"""The per-channel datapath (docs/perchannel.md): depthwise convolution, average pooling, add."""

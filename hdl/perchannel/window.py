@@ -1,0 +1,277 @@
+"""The per-channel datapath's window unit: the ST activation operands of a depthwise command.
+
+The input PLM holds the command's tile as one row per pixel: ``lanes`` 16-bit elements (one
+channel per lane, each element sign-extended to 16 bits), pixels in raster order from
+``base``. For every output pixel in raster order the unit emits ``groups`` operations, one per
+cycle: operation ``g`` gives each lane the ST ``A`` word of taps ``g * L .. g * L + L - 1`` of
+that lane's channel (``L`` products per ST operation; taps row-major over the kernel window,
+as ``hls_ref.formats.depthwise_weight_blob`` orders the weights), ``clear`` on the first
+operation of an output, ``last`` on its last. Padding taps are the command's pad value.
+
+Three stages, decoupled so that the PLM is read once per pixel of each window column and the
+reads run ahead of the operations (``docs/perchannel.md``):
+
+* the **reader** walks the columns each window adds (``kernel_w`` at the start of an output
+  row, ``stride_w`` after), ``kernel_h`` pixels each, reading the PLM or inserting the pad
+  value, into a FIFO;
+* the **assembler** shifts columns from the FIFO into the window registers (the window is
+  right-aligned in ``max_kernel[1]`` columns); a complete window is copied, in tap order, into
+  the emitter's register;
+* the **emitter** shifts ``L`` taps out of that register per operation and packs them into
+  ST words, while the assembler builds the next window.
+"""
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH, Precision
+
+from ..params import check_int
+
+__all__ = ["WindowUnit", "window_command_layout", "window_output_layout"]
+
+_ELEMENT = OPERAND_WIDTH         # bits of one PLM element
+
+
+def window_command_layout(addr_width):
+    """One depthwise command as the window unit needs it (the front end derives ``out_h``,
+    ``out_w`` and ``groups``; ``pad_value`` is already sign-extended from ``act_bits``)."""
+    return data.StructLayout({
+        "base": unsigned(addr_width), "in_h": unsigned(16), "in_w": unsigned(16),
+        "out_h": unsigned(16), "out_w": unsigned(16), "kernel_h": unsigned(4),
+        "kernel_w": unsigned(4), "stride_h": unsigned(2), "stride_w": unsigned(2),
+        "pad_top": unsigned(4), "pad_left": unsigned(4), "pad_value": signed(_ELEMENT),
+        "precision": Precision, "groups": unsigned(4),
+    })
+
+
+def window_output_layout(lanes):
+    """One operation: each lane's ST ``A`` word, the tap group, first and last of an output."""
+    return data.StructLayout({
+        "a": data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes), "group": unsigned(4),
+        "clear": unsigned(1), "last": unsigned(1),
+    })
+
+
+class WindowUnit(wiring.Component):
+    """Reads a depthwise command's input tile from the PLM and emits its ST operations.
+
+    Parameters
+    ----------
+    lanes : int
+        Channels side by side (elements per PLM row).
+    max_kernel : (int, int)
+        Largest kernel (the window registers' size).
+    addr_width : int
+        PLM row-address width (the bank bit included in ``base``).
+    fifo_depth : int
+        Pixels the reader may run ahead of the assembler.
+
+    Members
+    -------
+    start : ``In(1)``
+        Start ``cmd`` (while not ``busy``).
+    cmd : ``In(window_command_layout(addr_width))``
+    busy : ``Out(1)``
+        A command is running (until its last operation has been taken).
+    rd : ``In(memory.ReadPort.Signature(addr_width, lanes * 16))``
+        The input PLM's read port, one cycle of latency.
+    o : ``Out(stream.Signature(window_output_layout(lanes)))``
+    """
+
+    def __init__(self, *, lanes=16, max_kernel=(3, 3), addr_width=11, fifo_depth=8):
+        self._lanes = check_int("lanes", lanes, minimum=1)
+        self._max_kernel = tuple(check_int("max_kernel", k, minimum=1, maximum=15)
+                                 for k in max_kernel)
+        self._addr_width = check_int("addr_width", addr_width, minimum=1)
+        self._fifo_depth = check_int("fifo_depth", fifo_depth, minimum=2)
+        super().__init__({
+            "start": In(1),
+            "cmd": In(window_command_layout(addr_width)),
+            "busy": Out(1),
+            "rd": In(memory.ReadPort.Signature(addr_width=addr_width,
+                                               shape=lanes * _ELEMENT)),
+            "o": Out(stream.Signature(window_output_layout(lanes))),
+        })
+
+    @property
+    def taps(self):
+        """Registers of the window: the largest kernel's taps."""
+        return self._max_kernel[0] * self._max_kernel[1]
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, (kh_max, kw_max) = self._lanes, self._max_kernel
+        pixel = data.ArrayLayout(signed(_ELEMENT), lanes)
+        cmd = Signal(window_command_layout(self._addr_width))
+        with m.If(self.start & ~self.busy):
+            m.d.sync += cmd.eq(self.cmd)
+
+        m.submodules.fifo = queue = fifo.SyncFIFOBuffered(width=pixel.size,
+                                                          depth=self._fifo_depth)
+
+        # --- reader: window columns, kernel_h pixels each, into the FIFO ------------------
+        reading = Signal()
+        r_row = Signal(16)            # output row
+        r_win = Signal(16)            # window within the row
+        r_col = Signal(4)             # column within the window's new columns
+        r_i = Signal(4)               # pixel within the column
+        y = Signal(signed(18))        # input row of the pixel
+        x = Signal(signed(18))        # input column of the pixel
+        y_top = Signal(signed(18))    # input row of the window's top
+        pending = Signal()            # a read issued last cycle
+        pending_pad = Signal()
+        row_addr = Signal(signed(self._addr_width + 20))
+        columns = Mux(r_win == 0, cmd.kernel_w, cmd.stride_w)
+        last_i = r_i == cmd.kernel_h - 1
+        last_col = r_col == columns - 1
+        last_win = r_win == cmd.out_w - 1
+        last_row = r_row == cmd.out_h - 1
+        inside = (y >= 0) & (y < cmd.in_h) & (x >= 0) & (x < cmd.in_w)
+        room = queue.level + pending < self._fifo_depth - 1
+        issue = reading & room
+        m.d.comb += [
+            self.rd.addr.eq(cmd.base + row_addr + x),
+            self.rd.en.eq(issue & inside),
+        ]
+        m.d.sync += [pending.eq(issue), pending_pad.eq(~inside)]
+        pad_pixel = Signal(pixel)
+        for lane in range(lanes):
+            m.d.comb += pad_pixel[lane].eq(cmd.pad_value)
+        m.d.comb += [
+            queue.w_en.eq(pending),
+            queue.w_data.eq(Mux(pending_pad, pad_pixel.as_value(), self.rd.data)),
+        ]
+
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [
+                reading.eq(1), r_row.eq(0), r_win.eq(0), r_col.eq(0), r_i.eq(0),
+                y.eq(-self.cmd.pad_top), y_top.eq(-self.cmd.pad_top),
+                x.eq(-self.cmd.pad_left),
+                row_addr.eq(-(self.cmd.pad_top * self.cmd.in_w)),
+            ]
+        with m.Elif(issue):
+            with m.If(~last_i):
+                m.d.sync += [r_i.eq(r_i + 1), y.eq(y + 1), row_addr.eq(row_addr + cmd.in_w)]
+            with m.Else():
+                m.d.sync += [r_i.eq(0), y.eq(y_top),
+                             row_addr.eq(row_addr - (cmd.kernel_h - 1) * cmd.in_w)]
+                with m.If(~last_col):
+                    m.d.sync += [r_col.eq(r_col + 1), x.eq(x + 1)]
+                with m.Else():
+                    m.d.sync += r_col.eq(0)
+                    with m.If(~last_win):
+                        m.d.sync += [r_win.eq(r_win + 1), x.eq(x + 1)]
+                    with m.Else():
+                        m.d.sync += [r_win.eq(0), x.eq(-cmd.pad_left)]
+                        stride_rows = Mux(cmd.stride_h == 2, cmd.in_w << 1, cmd.in_w)
+                        new_top = y_top + cmd.stride_h
+                        with m.If(~last_row):
+                            m.d.sync += [
+                                r_row.eq(r_row + 1), y_top.eq(new_top), y.eq(new_top),
+                                row_addr.eq(row_addr - (cmd.kernel_h - 1) * cmd.in_w
+                                            + stride_rows),
+                            ]
+                        with m.Else():
+                            m.d.sync += reading.eq(0)
+
+        # --- assembler: columns into the window registers ---------------------------------
+        window = [[Signal(pixel, name=f"w{i}_{j}") for j in range(kw_max)]
+                  for i in range(kh_max)]
+        column = [Signal(pixel, name=f"col{i}") for i in range(kh_max)]
+        a_i = Signal(4)
+        a_col = Signal(4)
+        a_win = Signal(16)
+        a_row = Signal(16)
+        assembling = Signal()
+        complete = Signal()           # the window registers hold a whole window
+        a_columns = Mux(a_win == 0, cmd.kernel_w, cmd.stride_w)
+        take = Signal()               # the emitter copies the window this cycle
+        window_done = Signal()        # the pixel popped this cycle completes a window
+        # the window registers may shift in the cycle the emitter copies them (the copy is
+        # of their present value)
+        m.d.comb += queue.r_en.eq(assembling & (~complete | take))
+        popped = queue.r_en & queue.r_rdy
+        popped_pixel = data.View(pixel, queue.r_data)
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [assembling.eq(1), a_i.eq(0), a_col.eq(0), a_win.eq(0), a_row.eq(0)]
+        with m.Elif(popped):
+            for i in range(kh_max):
+                with m.If(a_i == i):
+                    m.d.sync += column[i].eq(popped_pixel)
+            with m.If(a_i != cmd.kernel_h - 1):
+                m.d.sync += a_i.eq(a_i + 1)
+            with m.Else():
+                # the column is whole: shift it into the window's right-hand column
+                m.d.sync += a_i.eq(0)
+                for i in range(kh_max):
+                    incoming = Mux(a_i == i, popped_pixel.as_value(), column[i].as_value())
+                    for j in range(kw_max - 1):
+                        m.d.sync += window[i][j].eq(window[i][j + 1])
+                    m.d.sync += window[i][kw_max - 1].eq(incoming)
+                with m.If(a_col != a_columns - 1):
+                    m.d.sync += a_col.eq(a_col + 1)
+                with m.Else():
+                    m.d.sync += a_col.eq(0)
+                    m.d.comb += window_done.eq(1)
+                    with m.If(a_win != cmd.out_w - 1):
+                        m.d.sync += a_win.eq(a_win + 1)
+                    with m.Else():
+                        m.d.sync += a_win.eq(0)
+                        with m.If(a_row != cmd.out_h - 1):
+                            m.d.sync += a_row.eq(a_row + 1)
+                        with m.Else():
+                            m.d.sync += assembling.eq(0)
+
+        # --- emitter: taps in order, L per operation ------------------------------------
+        taps = [Signal(pixel, name=f"tap{t}") for t in range(self.taps + 3)]
+        emitting = Signal()
+        e_group = Signal(4)
+        lanes_st = Signal(3)
+        m.d.comb += take.eq(complete & (~emitting | (self.o.ready
+                                                     & (e_group == cmd.groups - 1))))
+        with m.If(self.start & ~self.busy):
+            m.d.sync += complete.eq(0)
+        with m.Else():
+            m.d.sync += complete.eq(window_done | (complete & ~take))
+        with m.If(take):
+            m.d.sync += [emitting.eq(1), e_group.eq(0)]
+            # tap t = i * kernel_w + j of the window, right-aligned in kw_max columns
+            for t in range(self.taps):
+                choices = {}
+                for kw in range(1, kw_max + 1):
+                    i, j = divmod(t, kw)
+                    if i < kh_max:
+                        choices[kw] = window[i][kw_max - kw + j]
+                value = taps[t]
+                for kw, source in choices.items():
+                    value = Mux(cmd.kernel_w == kw, source.as_value(), value)
+                m.d.sync += taps[t].eq(value)
+        with m.Elif(self.o.valid & self.o.ready):
+            with m.If(e_group == cmd.groups - 1):
+                m.d.sync += emitting.eq(0)
+            m.d.sync += e_group.eq(e_group + 1)
+            for t in range(self.taps):
+                shifted = {1: taps[t + 1], 2: taps[t + 2] if t + 2 < len(taps) else taps[t],
+                           4: taps[t + 4] if t + 4 < len(taps) else taps[t]}
+                m.d.sync += taps[t].eq(Mux(lanes_st == 4, shifted[4].as_value(),
+                                           Mux(lanes_st == 2, shifted[2].as_value(),
+                                               shifted[1].as_value())))
+        m.d.comb += lanes_st.eq(Mux(cmd.precision == Precision.A4W4, 4,
+                                    Mux((cmd.precision == Precision.A8W8)
+                                        | (cmd.precision == Precision.A8W4), 2, 1)))
+
+        m.d.comb += [self.o.valid.eq(emitting), self.o.payload.group.eq(e_group),
+                     self.o.payload.clear.eq(e_group == 0),
+                     self.o.payload.last.eq(e_group == cmd.groups - 1)]
+        for lane in range(lanes):
+            a16 = taps[0][lane][:16]
+            a8 = Cat(taps[0][lane][:8], taps[1][lane][:8])
+            a4 = Cat(*(taps[k][lane][:4] for k in range(4)))
+            m.d.comb += self.o.payload.a[lane].eq(
+                Mux(lanes_st == 4, a4, Mux(lanes_st == 2, a8, a16)))
+
+        m.d.comb += self.busy.eq(reading | assembling | complete | emitting | pending
+                                 | queue.r_rdy)
+        return m
