@@ -109,3 +109,44 @@ def test_window_words_equal_the_golden_operands(precision):
         assert np.array_equal(got, want), (kh, kw, stride, padding, h, w)
         assert flags == [(g, int(g == 0), int(g == groups - 1))
                          for _ in range(len(want) // groups) for g in range(groups)]
+
+
+def _cycles(precision, h, w, kernel, stride, padding):
+    """(cycles from start to the last operation without back-pressure, operations)."""
+    x = np.zeros((h, w, LANES), np.int64)
+    want, ho, wo = expected_words(x, kernel, stride, padding, 0, precision)
+    groups = -(-(kernel[0] * kernel[1]) // precision.lanes)
+    unit = WindowUnit(lanes=LANES, max_kernel=(3, 3), addr_width=ADDR, fifo_depth=8)
+    dut = Harness(unit, [0] * (1 << ADDR))
+    result = {}
+
+    async def testbench(ctx):
+        ctx.set(unit.cmd, dict(base=0, in_h=h, in_w=w, out_h=ho, out_w=wo,
+                               kernel_h=kernel[0], kernel_w=kernel[1], stride_h=stride[0],
+                               stride_w=stride[1], pad_top=padding[0], pad_left=padding[2],
+                               pad_value=0, precision=precision, groups=groups))
+        ctx.set(unit.start, 1)
+        ctx.set(unit.o.ready, 1)
+        await ctx.tick()
+        ctx.set(unit.start, 0)
+        taken = cycles = 0
+        while taken < len(want):
+            taken += ctx.get(unit.o.valid)
+            await ctx.tick()
+            cycles += 1
+        result["cycles"] = cycles
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+    return result["cycles"], len(want)
+
+
+def test_a8_3x3_issues_an_operation_almost_every_cycle():
+    """DS-CNN's depthwise tile (25x5, 3x3, stride 1, padding 1) at a8: five operations per
+    output; the reader and the two-pixel assembler keep up, start of rows included (at most
+    one idle cycle per output row, and the pipeline's fill)."""
+    cycles, ops = _cycles(Precision.A8W8, 25, 5, (3, 3), (1, 1), (1, 1, 1, 1))
+    assert ops == 25 * 5 * 5
+    assert cycles <= ops + 25 + 16, cycles

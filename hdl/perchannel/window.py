@@ -108,10 +108,13 @@ class WindowUnit(wiring.Component):
         with m.If(self.start & ~self.busy):
             m.d.sync += cmd.eq(self.cmd)
 
-        m.submodules.fifo = queue = fifo.SyncFIFOBuffered(width=pixel.size,
-                                                          depth=self._fifo_depth)
+        # Two FIFOs take the pixels alternately, so that the assembler may pop two a cycle
+        # (a window at the start of an output row needs kernel_h * kernel_w of them).
+        queues = [fifo.SyncFIFOBuffered(width=pixel.size, depth=self._fifo_depth)
+                  for _ in range(2)]
+        m.submodules.fifo0, m.submodules.fifo1 = queues
 
-        # --- reader: window columns, kernel_h pixels each, into the FIFO ------------------
+        # --- reader: window columns, kernel_h pixels each, into the FIFOs ------------------
         reading = Signal()
         r_row = Signal(16)            # output row
         r_win = Signal(16)            # window within the row
@@ -120,8 +123,10 @@ class WindowUnit(wiring.Component):
         y = Signal(signed(18))        # input row of the pixel
         x = Signal(signed(18))        # input column of the pixel
         y_top = Signal(signed(18))    # input row of the window's top
+        issue_parity = Signal()       # the FIFO the next pixel goes to
         pending = Signal()            # a read issued last cycle
         pending_pad = Signal()
+        pending_parity = Signal()
         row_addr = Signal(signed(self._addr_width + 20))
         columns = Mux(r_win == 0, cmd.kernel_w, cmd.stride_w)
         last_i = r_i == cmd.kernel_h - 1
@@ -129,26 +134,31 @@ class WindowUnit(wiring.Component):
         last_win = r_win == cmd.out_w - 1
         last_row = r_row == cmd.out_h - 1
         inside = (y >= 0) & (y < cmd.in_h) & (x >= 0) & (x < cmd.in_w)
-        room = queue.level + pending < self._fifo_depth - 1
+        level = Mux(issue_parity, queues[1].level, queues[0].level)
+        room = level + (pending & (pending_parity == issue_parity)) < self._fifo_depth - 1
         issue = reading & room
         m.d.comb += [
             self.rd.addr.eq(cmd.base + row_addr + x),
             self.rd.en.eq(issue & inside),
         ]
-        m.d.sync += [pending.eq(issue), pending_pad.eq(~inside)]
+        m.d.sync += [pending.eq(issue), pending_pad.eq(~inside),
+                     pending_parity.eq(issue_parity)]
+        with m.If(issue):
+            m.d.sync += issue_parity.eq(~issue_parity)
         pad_pixel = Signal(pixel)
         for lane in range(lanes):
             m.d.comb += pad_pixel[lane].eq(cmd.pad_value)
-        m.d.comb += [
-            queue.w_en.eq(pending),
-            queue.w_data.eq(Mux(pending_pad, pad_pixel.as_value(), self.rd.data)),
-        ]
+        for parity, queue in enumerate(queues):
+            m.d.comb += [
+                queue.w_en.eq(pending & (pending_parity == parity)),
+                queue.w_data.eq(Mux(pending_pad, pad_pixel.as_value(), self.rd.data)),
+            ]
 
         with m.If(self.start & ~self.busy):
             m.d.sync += [
                 reading.eq(1), r_row.eq(0), r_win.eq(0), r_col.eq(0), r_i.eq(0),
                 y.eq(-self.cmd.pad_top), y_top.eq(-self.cmd.pad_top),
-                x.eq(-self.cmd.pad_left),
+                x.eq(-self.cmd.pad_left), issue_parity.eq(0),
                 row_addr.eq(-(self.cmd.pad_top * self.cmd.in_w)),
             ]
         with m.Elif(issue):
@@ -176,7 +186,7 @@ class WindowUnit(wiring.Component):
                         with m.Else():
                             m.d.sync += reading.eq(0)
 
-        # --- assembler: columns into the window registers ---------------------------------
+        # --- assembler: columns into the window registers, up to two pixels a cycle ------
         window = [[Signal(pixel, name=f"w{i}_{j}") for j in range(kw_max)]
                   for i in range(kh_max)]
         column = [Signal(pixel, name=f"col{i}") for i in range(kh_max)]
@@ -184,33 +194,65 @@ class WindowUnit(wiring.Component):
         a_col = Signal(4)
         a_win = Signal(16)
         a_row = Signal(16)
+        read_parity = Signal()        # the FIFO holding the next pixel
         assembling = Signal()
         complete = Signal()           # the window registers hold a whole window
         a_columns = Mux(a_win == 0, cmd.kernel_w, cmd.stride_w)
         take = Signal()               # the emitter copies the window this cycle
-        window_done = Signal()        # the pixel popped this cycle completes a window
+        window_done = Signal()        # a pixel popped this cycle completes a window
+        first = [Mux(read_parity, queues[1].r_rdy, queues[0].r_rdy),
+                 Mux(read_parity, queues[1].r_data, queues[0].r_data)]
+        second = [Mux(read_parity, queues[0].r_rdy, queues[1].r_rdy),
+                  Mux(read_parity, queues[0].r_data, queues[1].r_data)]
+        p0 = data.View(pixel, first[1])
+        p1 = data.View(pixel, second[1])
+        last_column = a_col == a_columns - 1
+        ends_column = a_i == cmd.kernel_h - 1             # p0 completes its column
         # the window registers may shift in the cycle the emitter copies them (the copy is
         # of their present value)
-        m.d.comb += queue.r_en.eq(assembling & (~complete | take))
-        popped = queue.r_en & queue.r_rdy
-        popped_pixel = data.View(pixel, queue.r_data)
+        pop0 = Signal()
+        pop1 = Signal()
+        same_column = ~ends_column                        # p1 lies below p0
+        m.d.comb += [
+            pop0.eq(assembling & (~complete | take) & first[0]),
+            # a second pixel when it belongs to the same window, and p0 and p1 do not both
+            # complete a column
+            pop1.eq(pop0 & second[0] & ~(ends_column & last_column)
+                    & (same_column | (cmd.kernel_h >= 2))),
+            queues[0].r_en.eq(Mux(read_parity, pop1, pop0)),
+            queues[1].r_en.eq(Mux(read_parity, pop0, pop1)),
+        ]
+        below = a_i + 1                                     # p1's row when in p0's column
+        ends_with_p1 = pop1 & same_column & (below == cmd.kernel_h - 1)
+        column_done = pop0 & (ends_column | ends_with_p1)
+        with m.If(pop0 & ~pop1):
+            m.d.sync += read_parity.eq(~read_parity)
+
         with m.If(self.start & ~self.busy):
-            m.d.sync += [assembling.eq(1), a_i.eq(0), a_col.eq(0), a_win.eq(0), a_row.eq(0)]
-        with m.Elif(popped):
+            m.d.sync += [assembling.eq(1), a_i.eq(0), a_col.eq(0), a_win.eq(0), a_row.eq(0),
+                         read_parity.eq(0)]
+        with m.Elif(pop0):
             for i in range(kh_max):
                 with m.If(a_i == i):
-                    m.d.sync += column[i].eq(popped_pixel)
-            with m.If(a_i != cmd.kernel_h - 1):
-                m.d.sync += a_i.eq(a_i + 1)
+                    m.d.sync += column[i].eq(p0)
+                with m.If(pop1 & same_column & (below == i)):
+                    m.d.sync += column[i].eq(p1)
+            with m.If(~column_done):
+                m.d.sync += a_i.eq(Mux(pop1, a_i + 2, a_i + 1))
             with m.Else():
-                # the column is whole: shift it into the window's right-hand column
-                m.d.sync += a_i.eq(0)
+                # the column is whole: shift it into the window's right-hand column; a second
+                # pixel that starts the next column is its first
                 for i in range(kh_max):
-                    incoming = Mux(a_i == i, popped_pixel.as_value(), column[i].as_value())
+                    incoming = Mux(pop1 & same_column & (below == i), p1.as_value(),
+                                   Mux(a_i == i, p0.as_value(), column[i].as_value()))
                     for j in range(kw_max - 1):
                         m.d.sync += window[i][j].eq(window[i][j + 1])
                     m.d.sync += window[i][kw_max - 1].eq(incoming)
-                with m.If(a_col != a_columns - 1):
+                with m.If(pop1 & ~same_column):
+                    m.d.sync += [column[0].eq(p1), a_i.eq(1)]
+                with m.Else():
+                    m.d.sync += a_i.eq(0)
+                with m.If(~last_column):
                     m.d.sync += a_col.eq(a_col + 1)
                 with m.Else():
                     m.d.sync += a_col.eq(0)
@@ -273,5 +315,5 @@ class WindowUnit(wiring.Component):
                 Mux(lanes_st == 4, a4, Mux(lanes_st == 2, a8, a16)))
 
         m.d.comb += self.busy.eq(reading | assembling | complete | emitting | pending
-                                 | queue.r_rdy)
+                                 | queues[0].r_rdy | queues[1].r_rdy)
         return m
