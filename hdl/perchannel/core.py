@@ -1,0 +1,102 @@
+"""The per-channel datapath's depthwise core: the window unit feeding a row of processing
+elements, one per lane (channel), each with its own activation and weight operands.
+
+For every output pixel of a command (raster order) the core emits one sum per lane: the
+products of the kernel window's taps and the lane's weights, summed over the ``groups`` ST
+operations of the output (:class:`hdl.perchannel.window.WindowUnit`). The bias and the
+requantization come after it (the store side). The weights are the command's blob rows as a
+level input: row ``g`` holds each lane's ST ``B`` word of tap group ``g``
+(``hls_ref.formats.depthwise_weight_blob`` with ``P = lanes``).
+"""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hls_ref.precision import OPERAND_WIDTH, Precision
+
+from ..params import check_int
+from ..pe import ProcessingElement
+from .window import WindowUnit, window_command_layout
+
+__all__ = ["DepthwiseCore"]
+
+
+class DepthwiseCore(wiring.Component):
+    """Window unit + ``lanes`` processing elements.
+
+    Parameters
+    ----------
+    lanes, max_kernel, addr_width, fifo_depth
+        As for :class:`hdl.perchannel.window.WindowUnit`.
+    precisions, stages, dsp
+        As for :class:`hdl.pe.ProcessingElement` (32-bit accumulators).
+
+    Members
+    -------
+    start, cmd, busy, rd
+        As for the window unit (``busy`` until the last sum has been taken).
+    weights : ``In(ArrayLayout(ArrayLayout(unsigned(16), lanes), taps))``
+        The command's weight rows (held for the command).
+    o : ``Out(stream.Signature(ArrayLayout(signed(32), lanes)))``
+        One sum per lane and output pixel.
+    mac : ``Out(1)``
+        The PEs take an operation this cycle (``MAC_CYCLES``).
+    """
+
+    def __init__(self, *, lanes=16, max_kernel=(3, 3), addr_width=11, fifo_depth=8,
+                 precisions=tuple(Precision), stages=2, dsp=False):
+        self._window = WindowUnit(lanes=lanes, max_kernel=max_kernel, addr_width=addr_width,
+                                  fifo_depth=fifo_depth)
+        self._lanes = check_int("lanes", lanes, minimum=1)
+        self._pe = dict(precisions=precisions, stages=stages, acc_width=32, dsp=dsp)
+        super().__init__({
+            "start": In(1),
+            "cmd": In(window_command_layout(addr_width)),
+            "busy": Out(1),
+            "rd": In(memory.ReadPort.Signature(addr_width=addr_width, shape=lanes * 16)),
+            "weights": In(data.ArrayLayout(data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes),
+                                           self._window.taps)),
+            "o": Out(stream.Signature(data.ArrayLayout(signed(32), lanes))),
+            "mac": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        window = m.submodules.window = self._window
+        wiring.connect(m, wiring.flipped(self.rd), window.rd)
+        precision = Signal(Precision)
+        with m.If(self.start & ~self.busy):
+            m.d.sync += precision.eq(self.cmd.precision)
+        m.d.comb += [window.start.eq(self.start), window.cmd.eq(self.cmd)]
+
+        elements = [ProcessingElement(**self._pe) for _ in range(self._lanes)]
+        op = window.o.payload
+        for lane, element in enumerate(elements):
+            m.submodules[f"pe{lane}"] = element
+            b = self.weights[0][lane]
+            for g in range(1, self._window.taps):
+                b = Mux(op.group == g, self.weights[g][lane], b)
+            m.d.comb += [
+                element.i.valid.eq(window.o.valid),
+                element.i.payload.a.eq(op.a[lane]),
+                element.i.payload.b.eq(b),
+                element.i.payload.precision.eq(precision),
+                element.i.payload.clear.eq(op.clear),
+                element.i.payload.last.eq(op.last),
+                element.o.ready.eq(self.o.ready),
+                self.o.payload[lane].eq(element.o.payload),
+            ]
+        # the elements see the same handshakes: the first speaks for all
+        m.d.comb += [
+            window.o.ready.eq(elements[0].i.ready),
+            self.o.valid.eq(elements[0].o.valid),
+            self.mac.eq(window.o.valid & elements[0].i.ready),
+        ]
+        # sums in flight: an operation taken and its output's sum not yet taken
+        outstanding = Signal(range(self._pe["stages"] + 4))
+        issued = window.o.valid & window.o.ready & op.last
+        taken = self.o.valid & self.o.ready
+        m.d.sync += outstanding.eq(outstanding + issued - taken)
+        m.d.comb += self.busy.eq(window.busy | (outstanding != 0))
+        return m
