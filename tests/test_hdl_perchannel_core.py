@@ -105,3 +105,51 @@ def test_core_sums_equal_the_golden_partial_sums(precision):
                               q_flag=False), x, w, QuantBlock(0, 0, 0, zeros, zeros, zeros))
         assert np.array_equal(got, golden.acc), (kh, kw, stride, padding, h, wd)
         assert macs == got.shape[0] * got.shape[1] * groups
+
+
+def run_pool(precision, x, seed):
+    h, wd, c = x.shape
+    rows = [0] * (1 << ADDR)
+    for k, pixel in enumerate(x.reshape(-1, c)):
+        rows[k] = sum((int(v) & 0xFFFF) << (16 * lane) for lane, v in enumerate(pixel))
+    core = DepthwiseCore(lanes=LANES, max_kernel=(3, 3), addr_width=ADDR, fifo_depth=4,
+                         precisions=[precision], stages=2)
+    dut = Harness(core, rows)
+    rng = np.random.default_rng(seed)
+    sums, macs = [], [0]
+
+    async def testbench(ctx):
+        ctx.set(core.cmd, dict(base=0, in_h=h, in_w=wd, out_h=h, out_w=wd, kernel_h=1,
+                               kernel_w=1, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
+                               pad_value=0, precision=precision, groups=1))
+        ctx.set(core.pool, 1)
+        ctx.set(core.start, 1)
+        await ctx.tick()
+        ctx.set(core.start, 0)
+        for _ in range(10 * h * wd + 100):
+            ready = int(rng.random() < 0.6)
+            ctx.set(core.o.ready, ready)
+            macs[0] += ctx.get(core.mac)
+            if ready and ctx.get(core.o.valid):
+                sums.append([int(v) for v in ctx.get(core.o.payload)])
+            await ctx.tick()
+            if not ctx.get(core.busy):
+                break
+        assert not ctx.get(core.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+    return sums, macs[0]
+
+
+@pytest.mark.parametrize("precision", list(Precision), ids=lambda p: p.label)
+def test_pool_mode_sums_the_whole_tile(precision):
+    """An average pool's sum: one sum per lane for the whole tile, one operation per pixel."""
+    rng = np.random.default_rng(200 + precision.value)
+    lo, hi = -(1 << (precision.act_bits - 1)), 1 << (precision.act_bits - 1)
+    x = rng.integers(lo, hi, (int(rng.integers(1, 7)), int(rng.integers(1, 7)), LANES))
+    sums, macs = run_pool(precision, x, seed=precision.value)
+    assert sums == [x.sum(axis=(0, 1)).tolist()]
+    assert macs == x.shape[0] * x.shape[1]

@@ -7,6 +7,11 @@ operations of the output (:class:`hdl.perchannel.window.WindowUnit`). The bias a
 requantization come after it (the store side). The weights are the command's blob rows as a
 level input: row ``g`` holds each lane's ST ``B`` word of tap group ``g``
 (``hls_ref.formats.depthwise_weight_blob`` with ``P = lanes``).
+
+With ``pool`` set at the start the command is an average pool's sum: the caller gives a 1x1
+kernel over the tile (``out_h x out_w`` = the tile), the core multiplies every pixel by one
+(the weight word holds 1 in the slot that meets tap 0) and emits one sum per lane for the
+whole tile.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
@@ -36,6 +41,8 @@ class DepthwiseCore(wiring.Component):
     -------
     start, cmd, busy, rd
         As for the window unit (``busy`` until the last sum has been taken).
+    pool : ``In(1)``
+        With ``start``: the command is an average pool's sum (see above).
     weights : ``In(ArrayLayout(ArrayLayout(unsigned(16), lanes), taps))``
         The command's weight rows (held for the command).
     o : ``Out(stream.Signature(ArrayLayout(signed(32), lanes)))``
@@ -52,6 +59,7 @@ class DepthwiseCore(wiring.Component):
         self._pe = dict(precisions=precisions, stages=stages, acc_width=32, dsp=dsp)
         super().__init__({
             "start": In(1),
+            "pool": In(1),
             "cmd": In(window_command_layout(addr_width)),
             "busy": Out(1),
             "rd": In(memory.ReadPort.Signature(addr_width=addr_width, shape=lanes * 16)),
@@ -66,9 +74,21 @@ class DepthwiseCore(wiring.Component):
         window = m.submodules.window = self._window
         wiring.connect(m, wiring.flipped(self.rd), window.rd)
         precision = Signal(Precision)
+        pool = Signal()
+        total = Signal(32)            # a pool's operations
+        count = Signal(32)
         with m.If(self.start & ~self.busy):
-            m.d.sync += precision.eq(self.cmd.precision)
+            m.d.sync += [precision.eq(self.cmd.precision), pool.eq(self.pool),
+                         total.eq(self.cmd.out_h * self.cmd.out_w), count.eq(0)]
+        with m.Elif(window.o.valid & window.o.ready):
+            m.d.sync += count.eq(count + 1)
         m.d.comb += [window.start.eq(self.start), window.cmd.eq(self.cmd)]
+        # a pool's weight: one in the slot that meets the activation of tap 0 (the crossed
+        # pairing puts it in the top slot)
+        one = Mux(precision == Precision.A4W4, 1 << 12,
+                  Mux((precision == Precision.A8W8) | (precision == Precision.A8W4), 1 << 8, 1))
+        clear = Mux(pool, count == 0, window.o.payload.clear)
+        last = Mux(pool, count == total - 1, window.o.payload.last)
 
         elements = [ProcessingElement(**self._pe) for _ in range(self._lanes)]
         op = window.o.payload
@@ -80,10 +100,10 @@ class DepthwiseCore(wiring.Component):
             m.d.comb += [
                 element.i.valid.eq(window.o.valid),
                 element.i.payload.a.eq(op.a[lane]),
-                element.i.payload.b.eq(b),
+                element.i.payload.b.eq(Mux(pool, one, b)),
                 element.i.payload.precision.eq(precision),
-                element.i.payload.clear.eq(op.clear),
-                element.i.payload.last.eq(op.last),
+                element.i.payload.clear.eq(clear),
+                element.i.payload.last.eq(last),
                 element.o.ready.eq(self.o.ready),
                 self.o.payload[lane].eq(element.o.payload),
             ]
@@ -95,7 +115,7 @@ class DepthwiseCore(wiring.Component):
         ]
         # sums in flight: an operation taken and its output's sum not yet taken
         outstanding = Signal(range(self._pe["stages"] + 4))
-        issued = window.o.valid & window.o.ready & op.last
+        issued = window.o.valid & window.o.ready & last
         taken = self.o.valid & self.o.ready
         m.d.sync += outstanding.eq(outstanding + issued - taken)
         m.d.comb += self.busy.eq(window.busy | (outstanding != 0))
