@@ -22,8 +22,8 @@ class _Build:
 
 
 def test_codes_equal_the_golden_checks():
-    section = DepthwiseConfig(lanes=8, plm_pixels=128, max_kernel=(3, 3), max_stride=2,
-                              precisions=("a16w16", "a8w8", "a4w4"))
+    section = DepthwiseConfig(lanes=8, plm_pixels=128, acc_pixels=40, max_kernel=(3, 3),
+                              max_stride=2, precisions=("a16w16", "a8w8", "a4w4"))
     rng = np.random.default_rng(7)
     cases = []
     while len(cases) < 400:
@@ -44,7 +44,8 @@ def test_codes_equal_the_golden_checks():
         cases.append((desc, pending, check(desc, section, (1, 1) if pending else None)))
     codes = {code for _, _, code in cases}
     assert {ErrorCode.NONE, ErrorCode.BAD_LAYOUT, ErrorCode.ACC_STATE,
-            ErrorCode.INPUT_TOO_LARGE, ErrorCode.BAD_PRECISION} <= codes, codes
+            ErrorCode.INPUT_TOO_LARGE, ErrorCode.OUTPUT_TOO_LARGE,
+            ErrorCode.BAD_PRECISION} <= codes, codes
 
     dut = PerChannelChecks(section)
     got = []

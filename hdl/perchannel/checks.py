@@ -2,9 +2,9 @@
 :func:`hls_ref.perchannel.check` (the golden model's): the error code of a fetched descriptor.
 
 One evaluation per ``start``; the code is registered (``valid`` a cycle later). The products
-(``in_h * in_w``, an output row's bits) are plain multiplications here: when the unit joins the
-datapath's front end they move onto its registered steps, as conv2d's front end does
-(``hdl.conv_datapath``).
+(``in_h * in_w``, ``out_h * out_w``, an output row's bits) are plain multiplications here:
+when the unit joins the datapath's front end they move onto its registered steps, as
+conv2d's front end does (``hdl.conv_datapath``).
 """
 
 from amaranth.hdl import Const, Module, Mux
@@ -62,6 +62,8 @@ class PerChannelChecks(wiring.Component):
         span_h = d.in_h + d.pad_top + d.pad_bottom
         span_w = d.in_w + d.pad_left + d.pad_right
         pixels = d.in_h * d.in_w
+        out_h = Mux(depthwise, ((span_h - d.kernel_h) >> (d.stride_h == 2)) + 1,
+                    Mux(pool, 1, d.in_h))
         out_w = Mux(depthwise, ((span_w - d.kernel_w) >> (d.stride_w == 2)) + 1,
                     Mux(pool, 1, d.in_w))
 
@@ -107,6 +109,7 @@ class PerChannelChecks(wiring.Component):
             (ErrorCode.TILE_TOO_SMALL, depthwise & ((span_h < d.kernel_h)
                                                     | (span_w < d.kernel_w))),
             (ErrorCode.INPUT_TOO_LARGE, Mux(add, pixels << 1, pixels) > s.plm_pixels),
+            (ErrorCode.OUTPUT_TOO_LARGE, out_h * out_w > s.acc_pixels),
             (ErrorCode.BAD_LAYOUT, layout_bad),
             (ErrorCode.ACC_STATE, d.acc_flag & ~(pool & self.pool_pending)),
         ]
