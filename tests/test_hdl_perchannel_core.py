@@ -7,7 +7,7 @@ kernels up to 3x3, strides 1 and 2, asymmetric padding, random back-pressure; th
 import numpy as np
 import pytest
 from amaranth.hdl import Module
-from amaranth.lib import memory, wiring
+from amaranth.lib import memory
 from amaranth.sim import Simulator
 
 from hdl.perchannel.core import DepthwiseCore
@@ -16,23 +16,24 @@ from hls_ref.formats import QuantBlock
 from hls_ref.invocation import Command, DepthwiseAccelerator, Limits
 from hls_ref.st import pack_weights
 
-LANES = 4
-ADDR = 8
+from .test_hdl_perchannel_window import ADDR, LANES, plm_rows
+from .test_hdl_perchannel_window import Harness as WindowHarness
+
 BIG = Limits(pes=LANES, plm_in=1 << 20, plm_w=1 << 20, plm_acc=1 << 30)
 
 
-class Harness(wiring.Component):
-    def __init__(self, core, init):
-        self.core, self.init = core, init
-        super().__init__({})
+class Harness(WindowHarness):
+    """The core with plain memories as its input PLM."""
 
     def elaborate(self, platform):
         m = Module()
-        core = m.submodules.core = self.core
-        mem = m.submodules.mem = memory.Memory(shape=LANES * 16, depth=1 << ADDR, init=[])
-        mem.data.init = self.init
-        rd = mem.read_port()
-        m.d.comb += [rd.addr.eq(core.rd.addr), rd.en.eq(core.rd.en), core.rd.data.eq(rd.data)]
+        core = m.submodules.core = self.unit
+        for k, port in enumerate(core.rd):
+            mem = memory.Memory(shape=LANES * 16, depth=1 << ADDR, init=[])
+            mem.data.init = self.init[k]
+            m.submodules[f"mem{k}"] = mem
+            rd = mem.read_port()
+            m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
         return m
 
 
@@ -43,9 +44,7 @@ def run(precision, x, w, stride, padding, pad_value, seed):
     ho = (h + top + bottom - kh) // stride[0] + 1
     wo = (wd + left + right - kw) // stride[1] + 1
     groups = -(-(kh * kw) // precision.lanes)
-    rows = [0] * (1 << ADDR)
-    for k, pixel in enumerate(x.reshape(-1, c)):
-        rows[k] = sum((int(v) & 0xFFFF) << (16 * lane) for lane, v in enumerate(pixel))
+    rows = plm_rows(x)
     words = pack_weights(w.reshape(kh * kw, c).T, precision)            # (lanes, groups)
     weights = [[0] * LANES for _ in range(9)]
     for g in range(groups):
@@ -108,10 +107,8 @@ def test_core_sums_equal_the_golden_partial_sums(precision):
 
 
 def run_pool(precision, x, seed):
-    h, wd, c = x.shape
-    rows = [0] * (1 << ADDR)
-    for k, pixel in enumerate(x.reshape(-1, c)):
-        rows[k] = sum((int(v) & 0xFFFF) << (16 * lane) for lane, v in enumerate(pixel))
+    h, wd, _ = x.shape
+    rows = plm_rows(x)
     core = DepthwiseCore(lanes=LANES, max_kernel=(3, 3), addr_width=ADDR, fifo_depth=4,
                          precisions=[precision], stages=2)
     dut = Harness(core, rows)

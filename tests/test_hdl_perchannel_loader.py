@@ -36,13 +36,14 @@ def _pixels(precision, x, pixel_stride, row_stride, addr, rng):
     return memory, request, seg
 
 
-def load(precision, beats, base, c, seg, rng):
+def load(precision, beats, base, w, c, seg, rng):
     """Run the loader on ``beats`` (offered with random gaps); ``({row: data}, done pulses)``."""
     loader = PixelLoader(lanes=LANES, addr_width=6)
     rows, done = {}, []
 
     async def testbench(ctx):
-        ctx.set(loader.cfg, dict(base=base, seg_bytes=seg, in_c=c, precision=precision))
+        ctx.set(loader.cfg, dict(base=base, in_w=w, seg_bytes=seg, in_c=c,
+                                 precision=precision))
         ctx.set(loader.start, 1)
         await ctx.tick()
         ctx.set(loader.start, 0)
@@ -55,7 +56,8 @@ def load(precision, beats, base, c, seg, rng):
                 ctx.set(loader.beats.payload, dict(data=data, lo=lo, hi=hi, seg_last=seg_last,
                                                    last=last, err=0))
             if ctx.get(loader.wr_en):
-                rows[ctx.get(loader.wr_addr)] = ctx.get(loader.wr_data)
+                rows[ctx.get(loader.wr_memory), ctx.get(loader.wr_addr)] = \
+                    ctx.get(loader.wr_data)
             done.append(ctx.get(loader.done))
             if offer and ctx.get(loader.beats.ready):
                 index += 1
@@ -75,7 +77,7 @@ def test_pixels_land_in_their_rows(precision):
     unit = 8 // bits if bits < 8 else 1
     for case in range(4):
         c = int(rng.integers(1 + (bits == 4), LANES + 1))
-        h, w = int(rng.integers(1, 4)), int(rng.integers(1, 5))
+        h, w = int(rng.integers(1, 5)), int(rng.integers(1, 5))
         contiguous = case % 2 == 0
         pixel = -(-c // unit) * unit + (0 if contiguous else unit * int(rng.integers(1, 3)))
         row = w * pixel + (0 if contiguous or rng.random() < 0.5 else unit)
@@ -85,8 +87,9 @@ def test_pixels_land_in_their_rows(precision):
         beats = [(int.from_bytes(bytes(memory[8 * b:8 * b + 8]), "little"), lo, hi, sl, last)
                  for b, lo, hi, sl, last in request.beats()]
         base = int(rng.integers(0, 8))
-        rows, done = load(precision, beats, base, c, seg, rng)
-        want = {base + k: sum((int(v) & 0xFFFF) << (16 * lane) for lane, v in enumerate(values))
-                for k, values in enumerate(x.reshape(-1, c))}
+        rows, done = load(precision, beats, base, w, c, seg, rng)
+        want = {(y & 1, base + (y >> 1) * w + q):
+                sum((int(v) & 0xFFFF) << (16 * lane) for lane, v in enumerate(x[y, q]))
+                for y in range(h) for q in range(w)}
         assert rows == want, (case, c, h, w, pixel, row, seg)
         assert done == 1

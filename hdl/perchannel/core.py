@@ -62,7 +62,8 @@ class DepthwiseCore(wiring.Component):
             "pool": In(1),
             "cmd": In(window_command_layout(addr_width)),
             "busy": Out(1),
-            "rd": In(memory.ReadPort.Signature(addr_width=addr_width, shape=lanes * 16)),
+            "rd": In(memory.ReadPort.Signature(addr_width=addr_width,
+                                               shape=lanes * 16)).array(2),
             "weights": In(data.ArrayLayout(data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes),
                                            self._window.taps)),
             "o": Out(stream.Signature(data.ArrayLayout(signed(32), lanes))),
@@ -72,7 +73,8 @@ class DepthwiseCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         window = m.submodules.window = self._window
-        wiring.connect(m, wiring.flipped(self.rd), window.rd)
+        for ours, its in zip(self.rd, window.rd, strict=True):
+            wiring.connect(m, wiring.flipped(ours), its)
         precision = Signal(Precision)
         pool = Signal()
         total = Signal(32)            # a pool's operations

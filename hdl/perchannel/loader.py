@@ -5,9 +5,10 @@ A per-channel command loads its tile (and an add's second input) as pixels of
 segment per pixel, or rows and blocks of contiguous pixels merged into one segment). The loader
 cuts the bytes of the beats into pixels -- a beat may end one pixel and start the next, or hold
 several -- and writes each pixel as one PLM row of ``lanes`` 16-bit elements: the ``in_c``
-elements sign-extended from ``act_bits``, zeros after them (``hdl.perchannel.window`` reads
-these rows). It takes one beat a cycle while its bytes stay within one pixel, and a cycle per
-pixel boundary otherwise.
+elements sign-extended from ``act_bits``, zeros after them, pixel ``(y, x)`` at row
+``base + (y >> 1) * in_w + x`` of the memory of its row's parity (``hdl.perchannel.window``
+reads these rows, two vertically adjacent pixels a cycle). It takes one beat a cycle while
+its bytes stay within one pixel, and a cycle per pixel boundary otherwise.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
@@ -23,10 +24,10 @@ __all__ = ["PixelLoader", "pixel_loader_config"]
 
 
 def pixel_loader_config(addr_width, lanes):
-    """The loader's command: first PLM row (bank bit included), bytes and channels of a
-    pixel, the precision (its activation width)."""
+    """The loader's command: first PLM row (bank bit included), pixels per row, bytes and
+    channels of a pixel, the precision (its activation width)."""
     return data.StructLayout({
-        "base": unsigned(addr_width), "seg_bytes": unsigned(6),
+        "base": unsigned(addr_width), "in_w": unsigned(16), "seg_bytes": unsigned(6),
         "in_c": unsigned(lanes.bit_length()), "precision": Precision,
     })
 
@@ -40,8 +41,9 @@ class PixelLoader(wiring.Component):
         Start ``cfg`` (the first beat may come in the same cycle's successor).
     cfg : ``In(pixel_loader_config(addr_width, lanes))``
     beats : ``In(stream.Signature(dma_read_data_layout()))``
-    wr_addr, wr_data, wr_en : ``Out``
-        The PLM's write port (``lanes`` 16-bit elements per row).
+    wr_addr, wr_data, wr_en, wr_memory : ``Out``
+        The PLM's write port (``lanes`` 16-bit elements per row; ``wr_memory`` the memory:
+        the parity of the pixel's row).
     done : ``Out(1)``
         The request's last beat has been taken and its last pixel written (a pulse).
     """
@@ -56,6 +58,7 @@ class PixelLoader(wiring.Component):
             "wr_addr": Out(addr_width),
             "wr_data": Out(lanes * 16),
             "wr_en": Out(1),
+            "wr_memory": Out(1),
             "done": Out(1),
         })
 
@@ -70,9 +73,11 @@ class PixelLoader(wiring.Component):
         pixel = Signal(8 * row_bytes)             # the bytes of the pixel being assembled
         filled = Signal(range(row_bytes + 1))     # its bytes so far
         skip = Signal(4)                          # bytes of the held beat already taken
-        row = Signal(self._addr_width)
+        row = Signal(self._addr_width)            # base + (y >> 1) * in_w
+        x = Signal(16)
+        odd = Signal()                            # y & 1
         with m.If(self.start):
-            m.d.sync += [filled.eq(0), skip.eq(0), row.eq(self.cfg.base)]
+            m.d.sync += [filled.eq(0), skip.eq(0), row.eq(self.cfg.base), x.eq(0), odd.eq(0)]
 
         beat = self.beats.payload
         lo = beat.lo + skip
@@ -111,8 +116,13 @@ class PixelLoader(wiring.Component):
                             half.as_signed()))
             elements.append(Mux(e < cfg.in_c, value, 0)[:16])
         m.d.sync += [self.wr_en.eq(ends_pixel), self.wr_data.eq(Cat(*elements)),
-                     self.wr_addr.eq(row)]
+                     self.wr_addr.eq(row + x), self.wr_memory.eq(odd)]
         with m.If(ends_pixel):
-            m.d.sync += row.eq(row + 1)
+            with m.If(x != cfg.in_w - 1):
+                m.d.sync += x.eq(x + 1)
+            with m.Else():
+                m.d.sync += [x.eq(0), odd.eq(~odd)]
+                with m.If(odd):
+                    m.d.sync += row.eq(row + cfg.in_w)
         m.d.sync += self.done.eq(self.beats.valid & self.beats.ready & beat.last)
         return m

@@ -1,9 +1,12 @@
 """The per-channel datapath's window unit: the ST activation operands of a depthwise command.
 
 The input PLM holds the command's tile as one row per pixel: ``lanes`` 16-bit elements (one
-channel per lane, each element sign-extended to 16 bits), pixels in raster order from
-``base``. For every output pixel in raster order the unit emits ``groups`` operations, one per
-cycle: operation ``g`` gives each lane the ST ``A`` word of taps ``g * L .. g * L + L - 1`` of
+channel per lane, each element sign-extended to 16 bits), in two memories by the parity of the
+pixel's row: pixel ``(y, x)`` at row ``base + (y >> 1) * in_w + x`` of memory ``y & 1``, so
+that two vertically adjacent pixels are read in one cycle.
+
+For every output pixel in raster order the unit emits ``groups`` operations, one per cycle:
+operation ``g`` gives each lane the ST ``A`` word of taps ``g * L .. g * L + L - 1`` of
 that lane's channel (``L`` products per ST operation; taps row-major over the kernel window,
 as ``hls_ref.formats.depthwise_weight_blob`` orders the weights), ``clear`` on the first
 operation of an output, ``last`` on its last. Padding taps are the command's pad value.
@@ -12,11 +15,11 @@ Three stages, decoupled so that the PLM is read once per pixel of each window co
 reads run ahead of the operations (``docs/perchannel.md``):
 
 * the **reader** walks the columns each window adds (``kernel_w`` at the start of an output
-  row, ``stride_w`` after), ``kernel_h`` pixels each, reading the PLM or inserting the pad
-  value, into a FIFO;
-* the **assembler** shifts columns from the FIFO into the window registers (the window is
-  right-aligned in ``max_kernel[1]`` columns); a complete window is copied, in tap order, into
-  the emitter's register;
+  row, ``stride_w`` after), ``kernel_h`` pixels each, two a cycle, reading the PLM or
+  inserting the pad value, into two FIFOs (pixels alternately);
+* the **assembler** shifts columns from the FIFOs (up to two pixels a cycle) into the window
+  registers (the window is right-aligned in ``max_kernel[1]`` columns); a complete window is
+  copied, in tap order, into the emitter's register;
 * the **emitter** shifts ``L`` taps out of that register per operation and packs them into
   ST words, while the assembler builds the next window.
 """
@@ -75,8 +78,8 @@ class WindowUnit(wiring.Component):
     cmd : ``In(window_command_layout(addr_width))``
     busy : ``Out(1)``
         A command is running (until its last operation has been taken).
-    rd : ``In(memory.ReadPort.Signature(addr_width, lanes * 16))``
-        The input PLM's read port, one cycle of latency.
+    rd : ``In(memory.ReadPort.Signature(addr_width, lanes * 16)).array(2)``
+        The input PLM's read ports, one per memory (even and odd rows), one cycle of latency.
     o : ``Out(stream.Signature(window_output_layout(lanes)))``
     """
 
@@ -91,7 +94,7 @@ class WindowUnit(wiring.Component):
             "cmd": In(window_command_layout(addr_width)),
             "busy": Out(1),
             "rd": In(memory.ReadPort.Signature(addr_width=addr_width,
-                                               shape=lanes * _ELEMENT)),
+                                               shape=lanes * _ELEMENT)).array(2),
             "o": Out(stream.Signature(window_output_layout(lanes))),
         })
 
@@ -115,58 +118,74 @@ class WindowUnit(wiring.Component):
         m.submodules.fifo0, m.submodules.fifo1 = queues
 
         # --- reader: window columns, kernel_h pixels each, into the FIFOs ------------------
+        # Two vertically adjacent pixels are in different PLM memories (rows by parity), so
+        # the reader takes two pixels of a column a cycle.
         reading = Signal()
         r_row = Signal(16)            # output row
         r_win = Signal(16)            # window within the row
         r_col = Signal(4)             # column within the window's new columns
         r_i = Signal(4)               # pixel within the column
-        y = Signal(signed(18))        # input row of the pixel
+        y = Signal(signed(18))        # input row of the (first) pixel
         x = Signal(signed(18))        # input column of the pixel
         y_top = Signal(signed(18))    # input row of the window's top
         issue_parity = Signal()       # the FIFO the next pixel goes to
-        pending = Signal()            # a read issued last cycle
-        pending_pad = Signal()
-        pending_parity = Signal()
-        row_addr = Signal(signed(self._addr_width + 20))
         columns = Mux(r_win == 0, cmd.kernel_w, cmd.stride_w)
-        last_i = r_i == cmd.kernel_h - 1
+        pair = r_i + 1 < cmd.kernel_h                     # a second pixel below the first
+        last_i = Mux(pair, r_i + 1, r_i) == cmd.kernel_h - 1
         last_col = r_col == columns - 1
         last_win = r_win == cmd.out_w - 1
         last_row = r_row == cmd.out_h - 1
-        inside = (y >= 0) & (y < cmd.in_h) & (x >= 0) & (x < cmd.in_w)
-        level = Mux(issue_parity, queues[1].level, queues[0].level)
-        room = level + (pending & (pending_parity == issue_parity)) < self._fifo_depth - 1
-        issue = reading & room
-        m.d.comb += [
-            self.rd.addr.eq(cmd.base + row_addr + x),
-            self.rd.en.eq(issue & inside),
-        ]
-        m.d.sync += [pending.eq(issue), pending_pad.eq(~inside),
-                     pending_parity.eq(issue_parity)]
+        rooms = [queue.level < self._fifo_depth - 2 for queue in queues]
+        issue = reading & rooms[0] & rooms[1]
+        # slot 0: pixel (y, x); slot 1: pixel (y + 1, x) when ``pair``
+        slots = []
+        for slot in range(2):
+            row = y + slot
+            inside = ((row >= 0) & (row < cmd.in_h) & (x >= 0) & (x < cmd.in_w))
+            valid = issue & (pair if slot else 1)
+            slots.append((row, inside, valid))
+        pending = [Signal(name=f"pending{k}") for k in range(2)]
+        pending_pad = [Signal(name=f"pending_pad{k}") for k in range(2)]
+        pending_memory = [Signal(name=f"pending_memory{k}") for k in range(2)]
+        pending_fifo = [Signal(name=f"pending_fifo{k}") for k in range(2)]
+        for k, port in enumerate(self.rd):
+            # the slot whose row has this parity reads this memory
+            for row, inside, valid in slots:
+                with m.If(row[0] == k):
+                    m.d.comb += [
+                        port.addr.eq(cmd.base + (row >> 1) * cmd.in_w + x),
+                        port.en.eq(valid & inside),
+                    ]
+        for slot, (row, inside, valid) in enumerate(slots):
+            m.d.sync += [pending[slot].eq(valid), pending_pad[slot].eq(~inside),
+                         pending_memory[slot].eq(row[0]),
+                         pending_fifo[slot].eq(issue_parity ^ slot)]
         with m.If(issue):
-            m.d.sync += issue_parity.eq(~issue_parity)
+            m.d.sync += issue_parity.eq(issue_parity ^ ~pair)
         pad_pixel = Signal(pixel)
         for lane in range(lanes):
             m.d.comb += pad_pixel[lane].eq(cmd.pad_value)
         for parity, queue in enumerate(queues):
-            m.d.comb += [
-                queue.w_en.eq(pending & (pending_parity == parity)),
-                queue.w_data.eq(Mux(pending_pad, pad_pixel.as_value(), self.rd.data)),
-            ]
+            for slot in range(2):
+                data_in = Mux(pending_memory[slot], self.rd[1].data, self.rd[0].data)
+                with m.If(pending[slot] & (pending_fifo[slot] == parity)):
+                    m.d.comb += [
+                        queue.w_en.eq(1),
+                        queue.w_data.eq(Mux(pending_pad[slot], pad_pixel.as_value(), data_in)),
+                    ]
 
         with m.If(self.start & ~self.busy):
             m.d.sync += [
                 reading.eq(1), r_row.eq(0), r_win.eq(0), r_col.eq(0), r_i.eq(0),
                 y.eq(-self.cmd.pad_top), y_top.eq(-self.cmd.pad_top),
                 x.eq(-self.cmd.pad_left), issue_parity.eq(0),
-                row_addr.eq(-(self.cmd.pad_top * self.cmd.in_w)),
             ]
         with m.Elif(issue):
             with m.If(~last_i):
-                m.d.sync += [r_i.eq(r_i + 1), y.eq(y + 1), row_addr.eq(row_addr + cmd.in_w)]
+                m.d.sync += [r_i.eq(Mux(pair, r_i + 2, r_i + 1)),
+                             y.eq(Mux(pair, y + 2, y + 1))]
             with m.Else():
-                m.d.sync += [r_i.eq(0), y.eq(y_top),
-                             row_addr.eq(row_addr - (cmd.kernel_h - 1) * cmd.in_w)]
+                m.d.sync += [r_i.eq(0), y.eq(y_top)]
                 with m.If(~last_col):
                     m.d.sync += [r_col.eq(r_col + 1), x.eq(x + 1)]
                 with m.Else():
@@ -175,14 +194,10 @@ class WindowUnit(wiring.Component):
                         m.d.sync += [r_win.eq(r_win + 1), x.eq(x + 1)]
                     with m.Else():
                         m.d.sync += [r_win.eq(0), x.eq(-cmd.pad_left)]
-                        stride_rows = Mux(cmd.stride_h == 2, cmd.in_w << 1, cmd.in_w)
                         new_top = y_top + cmd.stride_h
                         with m.If(~last_row):
-                            m.d.sync += [
-                                r_row.eq(r_row + 1), y_top.eq(new_top), y.eq(new_top),
-                                row_addr.eq(row_addr - (cmd.kernel_h - 1) * cmd.in_w
-                                            + stride_rows),
-                            ]
+                            m.d.sync += [r_row.eq(r_row + 1), y_top.eq(new_top),
+                                         y.eq(new_top)]
                         with m.Else():
                             m.d.sync += reading.eq(0)
 
@@ -314,6 +329,6 @@ class WindowUnit(wiring.Component):
             m.d.comb += self.o.payload.a[lane].eq(
                 Mux(lanes_st == 4, a4, Mux(lanes_st == 2, a8, a16)))
 
-        m.d.comb += self.busy.eq(reading | assembling | complete | emitting | pending
-                                 | queues[0].r_rdy | queues[1].r_rdy)
+        m.d.comb += self.busy.eq(reading | assembling | complete | emitting | pending[0]
+                                 | pending[1] | queues[0].r_rdy | queues[1].r_rdy)
         return m
