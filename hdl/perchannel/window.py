@@ -113,7 +113,7 @@ class WindowUnit(wiring.Component):
 
         # Two FIFOs take the pixels alternately, so that the assembler may pop two a cycle
         # (a window at the start of an output row needs kernel_h * kernel_w of them).
-        queues = [fifo.SyncFIFOBuffered(width=pixel.size, depth=self._fifo_depth)
+        queues = [fifo.SyncFIFO(width=pixel.size, depth=self._fifo_depth)
                   for _ in range(2)]
         m.submodules.fifo0, m.submodules.fifo1 = queues
 
