@@ -34,7 +34,7 @@ class DepthwiseCore(wiring.Component):
     ----------
     lanes, max_kernel, addr_width, fifo_depth
         As for :class:`hdl.perchannel.window.WindowUnit`.
-    precisions, stages, dsp
+    precisions, stages, multiplier
         As for :class:`hdl.pe.ProcessingElement` (32-bit accumulators).
 
     Members
@@ -52,11 +52,11 @@ class DepthwiseCore(wiring.Component):
     """
 
     def __init__(self, *, lanes=16, max_kernel=(3, 3), addr_width=11, fifo_depth=8,
-                 precisions=tuple(Precision), stages=2, dsp=False):
+                 precisions=tuple(Precision), stages=2, multiplier="lut"):
         self._window = WindowUnit(lanes=lanes, max_kernel=max_kernel, addr_width=addr_width,
                                   fifo_depth=fifo_depth)
         self._lanes = check_int("lanes", lanes, minimum=1)
-        self._pe = dict(precisions=precisions, stages=stages, acc_width=32, dsp=dsp)
+        self._pe = dict(precisions=precisions, stages=stages, acc_width=32, multiplier=multiplier)
         super().__init__({
             "start": In(1),
             "pool": In(1),
