@@ -83,11 +83,17 @@ SYSCTRL = (
     Reg("EXIT", 0x2C, 32, "w", "writing stops the simulation with this exit code"),
 )
 
+#: Bytes the UART's receive FIFO holds: a frame header of the board link (14 bytes) arrives
+#: whole while the firmware's first pass through its code fills the instruction cache.
+UART_RX_FIFO = 16
 #: The UART's registers.
 UART = (
     Reg("TX", 0x00, 8, "w", "byte to send (write only when STATUS.tx_ready)"),
-    Reg("RX", 0x04, 8, "r", "received byte (reading it frees the receiver)"),
-    Reg("STATUS", 0x08, 2, "r", "bit 0 tx_ready, bit 1 rx_valid"),
+    Reg("RX", 0x04, 8, "r", "the oldest received byte (reading it removes it from the "
+                            "16-byte receive FIFO)"),
+    Reg("STATUS", 0x08, 3, "r", "bit 0 tx_ready, bit 1 rx_valid (the FIFO holds a byte), "
+                                "bit 2 rx_overflow (a byte was lost to a full FIFO since the "
+                                "last read of STATUS)"),
     Reg("DIVISOR", 0x0C, 16, "rw", "clock cycles per bit"),
 )
 

@@ -76,9 +76,16 @@ class AxiInterconnect(wiring.Component):
         self._index_bits = max(1, ceil_log2(managers))
         self._id_width = id_width
         manager = AXI4Signature(addr_width=addr_width, data_width=data_width, id_width=id_width)
-        sub = AXI4Signature(addr_width=addr_width, data_width=data_width,
-                            id_width=id_width + self._index_bits)
+        sub = self.sub_signature(managers=managers, addr_width=addr_width,
+                                 data_width=data_width, id_width=id_width)
         super().__init__({"managers": In(manager).array(managers), "sub": Out(sub)})
+
+    @staticmethod
+    def sub_signature(*, managers, addr_width=32, data_width=64, id_width=1):
+        """The subordinate port's signature for these parameters (the managers' ID widened
+        by their index's bits), without building an interconnect."""
+        return AXI4Signature(addr_width=addr_width, data_width=data_width,
+                             id_width=id_width + max(1, ceil_log2(managers)))
 
     @property
     def depth(self):

@@ -16,6 +16,8 @@ An access outside every window ends with a bus error at once (the processor take
 bus-error exception) instead of waiting forever.
 """
 
+import struct
+
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
@@ -60,6 +62,10 @@ class Soc(wiring.Component):
     ----------
     config : hls_ref.config.SocConfig
         The build.
+    firmware : bytes or None
+        A program the on-chip RAM holds from configuration, where the processor starts
+        (a board's bitstream: its external memory holds nothing at power-on); None: the boot
+        ROM copies the firmware from the boot block in external memory (simulation).
 
     Members
     -------
@@ -78,9 +84,15 @@ class Soc(wiring.Component):
         ``MEMCTRL_BASE + a``, for the memory controller's control port (byte address ``a``).
     """
 
-    def __init__(self, config=DEFAULT_SOC):
+    def __init__(self, config=DEFAULT_SOC, firmware=None):
         if not isinstance(config, SocConfig):
             raise TypeError(f"config must be a SocConfig, not {config!r}")
+        if firmware is not None:
+            firmware = bytes(firmware) + b"\0" * (-len(firmware) % 4)
+            if len(firmware) > config.ram_bytes:
+                raise ValueError(f"the firmware ({len(firmware)} bytes) does not fit the "
+                                 f"{config.ram_bytes}-byte RAM")
+        self._firmware = firmware
         self._config = config
         self._accelerators = [build_accelerator(c) for c in config.accelerators]
         self._interconnect = AxiInterconnect(managers=1 + len(config.accelerators))
@@ -96,6 +108,11 @@ class Soc(wiring.Component):
             "progress": Out(32), "exit_valid": Out(1), "exit_code": Out(32),
         })
 
+    @staticmethod
+    def mem_signature(config):
+        """The signature of ``mem`` for ``config``, without building the SoC."""
+        return AxiInterconnect.sub_signature(managers=1 + len(config.accelerators))
+
     @property
     def config(self):
         return self._config
@@ -103,11 +120,14 @@ class Soc(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        m.submodules.cpu = cpu = Cpu(reset_address=ROM_BASE, cached=config.ram_bytes,
-                                     cache_bytes=config.cache_bytes)
+        in_ram = self._firmware is not None
+        m.submodules.cpu = cpu = Cpu(reset_address=RAM_BASE if in_ram else ROM_BASE,
+                                     cached=config.ram_bytes, cache_bytes=config.cache_bytes)
         m.submodules.rom = rom = wishbone.sram.WishboneSRAM(
             size=ROM_BYTES, data_width=32, granularity=8, writable=False, init=boot_program())
-        m.submodules.ram = ram = FirmwareRam(size=config.ram_bytes)
+        ram_init = (struct.unpack(f"<{len(self._firmware) // 4}I", self._firmware)
+                    if in_ram else ())
+        m.submodules.ram = ram = FirmwareRam(size=config.ram_bytes, init=ram_init)
         m.submodules.sysctrl = sysctrl = SystemController(config)
         m.submodules.uart = uart = Uart(divisor=config.uart_divisor)
         m.submodules.interconnect = interconnect = self._interconnect
