@@ -10,6 +10,7 @@ the cycle count, the UART's output, the bytes each bus manager moved and the mem
 asked for.
 """
 
+import contextlib
 import hashlib
 import struct
 import subprocess
@@ -24,7 +25,8 @@ from hls_ref.soc_map import BOOT_MAGIC
 from .runner import Design, _locked
 from .toolchain import BUILD_ROOT, PROJECT_ROOT, tool_env
 
-__all__ = ["SocRun", "SocSimError", "boot_block", "build_simulator", "run_soc", "soc_design"]
+__all__ = ["SocRun", "SocSimError", "boot_block", "build_simulator", "run_soc", "soc_design",
+           "start_soc"]
 
 HARNESS = PROJECT_ROOT / "sim" / "soc" / "harness.cpp"
 _VERILATOR_FLAGS = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-lint",
@@ -133,18 +135,11 @@ def run_soc(binary, loads, *, dumps=None, soc=DEFAULT_SOC, divisor=None, max_cyc
     dumps = dumps or {}
     with tempfile.TemporaryDirectory(prefix="soc-run-") as tmp:
         tmp = Path(tmp)
-        lines = [f"dram {soc.dram_bytes}", f"result {tmp / 'result.txt'}",
-                 f"uart {tmp / 'uart.txt'}", f"divisor {divisor or soc.uart_divisor}",
-                 f"max_cycles {max_cycles}", f"latency {latency}", f"pause {pause} {seed}",
-                 "progress"]
-        for k, (addr, data) in enumerate(loads):
-            path = tmp / f"load{k}.bin"
-            path.write_bytes(bytes(data))
-            lines.append(f"load {addr} {path}")
+        lines = _job_lines(tmp, loads, soc=soc, divisor=divisor, max_cycles=max_cycles,
+                           latency=latency, pause=pause, seed=seed, faults=faults)
+        lines.append("progress")
         for name, (addr, size) in dumps.items():
             lines.append(f"dump {addr} {size} {tmp / (name + '.dump')}")
-        for addr, size in faults:
-            lines.append(f"fault {addr} {size}")
         if vcd:
             lines.append(f"vcd {vcd}")
         job = tmp / "job.txt"
@@ -174,3 +169,69 @@ def run_soc(binary, loads, *, dumps=None, soc=DEFAULT_SOC, divisor=None, max_cyc
                       progress=result["progress"], managers=managers,
                       dumps={name: (tmp / (name + ".dump")).read_bytes() for name in dumps},
                       seconds=seconds)
+
+
+def _job_lines(tmp, loads, *, soc, divisor, max_cycles, latency=2, pause=0.0, seed=1,
+               faults=()):
+    lines = [f"dram {soc.dram_bytes}", f"result {tmp / 'result.txt'}",
+             f"uart {tmp / 'uart.txt'}", f"divisor {divisor or soc.uart_divisor}",
+             f"max_cycles {max_cycles}", f"latency {latency}", f"pause {pause} {seed}"]
+    for k, (addr, data) in enumerate(loads):
+        path = tmp / f"load{k}.bin"
+        path.write_bytes(bytes(data))
+        lines.append(f"load {addr} {path}")
+    for addr, size in faults:
+        lines.append(f"fault {addr} {size}")
+    return lines
+
+
+class _Session:
+    """A running simulator whose UART is on the pseudo-terminal ``pty``."""
+
+    def __init__(self, process, pty, tmp):
+        self.process = process
+        self.pty = pty
+        self._tmp = tmp
+
+    def result(self):
+        """The run's result lines (after the simulation ended) as a dict."""
+        path = self._tmp / "result.txt"
+        if not path.exists():
+            return {}
+        return {line.split()[0]: int(line.split()[1])
+                for line in path.read_text().splitlines() if not line.startswith("manager")}
+
+
+@contextlib.contextmanager
+def start_soc(binary, loads, *, soc=DEFAULT_SOC, divisor=None, max_cycles=10**10, pty=True,
+              latency=2, wait=30.0):
+    """Start the simulator ``binary`` in the background with its UART on a pseudo-terminal
+    (see :func:`run_soc` for ``loads``, ``divisor``, ``max_cycles`` and ``latency``); yields
+    a session whose ``pty`` is the terminal's path. On leaving, the simulation is given
+    ``wait`` seconds to end by itself (the firmware's exit), then stopped."""
+    if not pty:
+        raise ValueError("start_soc runs the simulator with its UART on a pseudo-terminal")
+    with tempfile.TemporaryDirectory(prefix="soc-board-") as tmp:
+        tmp = Path(tmp)
+        lines = _job_lines(tmp, loads, soc=soc, divisor=divisor, max_cycles=max_cycles,
+                           latency=latency)
+        lines.append("pty")
+        job = tmp / "job.txt"
+        job.write_text("\n".join(lines) + "\n")
+        process = subprocess.Popen([str(binary), str(job)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        try:
+            first = process.stdout.readline().split()
+            if len(first) != 2 or first[0] != "pty":
+                process.kill()
+                raise SocSimError(f"the SoC simulator did not open its serial port: "
+                                  f"{' '.join(first)} {process.stderr.read()}")
+            yield _Session(process, first[1], tmp)
+        finally:
+            try:
+                process.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            process.stdout.close()
+            process.stderr.close()

@@ -9,6 +9,8 @@
 ``tessera run MODEL``   run a model (built-in name or .tflite file) on the golden models or
                         (``--backend rtl``) on the RTL SoC.
 ``tessera compile MODEL -o DIR``  compile a model into an image for the SoC.
+``tessera board run MODEL --port PORT | --sim``  run a model on a board (or the simulated
+                        board) over its UART; ``tessera board program`` loads the bitstream.
 ``tessera tile MODEL``  tile a network for the accelerators: DMA traffic, calls and cost.
 ``tessera nve compile|report NETWORK``  the NVE code generator on the seed-003 networks.
 ``tessera precisions``  the ST configurations.
@@ -344,6 +346,9 @@ def main(argv=None):
     from .nve.cli import add_parser as add_nve_parser
 
     add_nve_parser(commands)
+    from .board_cli import add_parser as add_board_parser
+
+    add_board_parser(commands)
     precisions = commands.add_parser("precisions", help="list the ST configurations")
     precisions.set_defaults(run=cmd_precisions)
     args = parser.parse_args(argv)

@@ -46,7 +46,8 @@ def _digest(program, headers):
 
 
 def build_firmware(soc, program="main", extra_headers=None, log=None):
-    """Build ``program`` (``main``, the model runner, or a unit test ``firmware/tests/
+    """Build ``program`` (``main``, the model runner; ``board``, the board monitor, which
+    needs ``board_link.h`` among ``extra_headers``; or a unit test ``firmware/tests/
     <program>.c``) for SoC build ``soc``; returns the path of its flat binary (loaded at
     ``RAM_BASE``). ``extra_headers`` maps file names to contents placed beside the generated
     headers (test vectors). Raises :class:`FirmwareError` with the compiler's output."""
@@ -58,6 +59,8 @@ def build_firmware(soc, program="main", extra_headers=None, log=None):
     gen = directory / "gen"
     gen.mkdir(parents=True, exist_ok=True)
     for name, text in headers.items():
+        # LiteDRAM's generated headers keep their directories (generated/csr.h ...)
+        (gen / name).parent.mkdir(parents=True, exist_ok=True)
         (gen / name).write_text(text)
     if log:
         log(f"building firmware {program} with zig cc")

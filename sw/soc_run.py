@@ -23,7 +23,8 @@ from hls_ref import image as fmt
 from hls_ref.descriptor import ErrorCode
 from hls_ref.socket import SocketModel
 
-__all__ = ["LayerRecord", "ModelRun", "RunError", "format_table", "run_golden", "run_rtl"]
+__all__ = ["LayerRecord", "ModelRun", "RunError", "format_table", "layer_records", "run_golden",
+           "run_rtl"]
 
 
 class RunError(RuntimeError):
@@ -193,15 +194,7 @@ def run_rtl(image, x, *, pause=0.0, seed=1, latency=2, verify=True, print_layers
     def read(info):
         return _decode(run.dumps["buffers"][info.addr - buffers:], info)
 
-    records = [LayerRecord(**{k: r[k] for k in ("cycles", "bus_read", "bus_written",
-                                                "acc_cycles", "acc_mac_cycles",
-                                                "acc_bytes_read", "acc_bytes_written",
-                                                "tiles")})
-               for r in results]
-    for layer, rec in zip(image.layers, records):
-        if layer.accelerator is None:
-            rec.acc_cycles = rec.acc_mac_cycles = rec.acc_bytes_read = None
-            rec.acc_bytes_written = rec.tiles = None
+    records = layer_records(image, results)
     model_run = ModelRun("rtl", None, {}, records, cycles=record["cycles"],
                          check_cycles=record["check_cycles"] if verify else None,
                          sim_cycles=run.cycles, seconds=run.seconds, uart=run.uart)
@@ -218,6 +211,21 @@ def run_rtl(image, x, *, pause=0.0, seed=1, latency=2, verify=True, print_layers
     model_run.output = read(image.tensors[image.output])
     model_run.tensors = _layer_tensors(image, read)
     return model_run
+
+
+def layer_records(image, results):
+    """The :class:`LayerRecord` of each layer from the firmware's results
+    (``image.layer_results``); a processor layer has no accelerator counters."""
+    records = [LayerRecord(**{k: r[k] for k in ("cycles", "bus_read", "bus_written",
+                                                "acc_cycles", "acc_mac_cycles",
+                                                "acc_bytes_read", "acc_bytes_written",
+                                                "tiles")})
+               for r in results]
+    for layer, rec in zip(image.layers, records):
+        if layer.accelerator is None:
+            rec.acc_cycles = rec.acc_mac_cycles = rec.acc_bytes_read = None
+            rec.acc_bytes_written = rec.tiles = None
+    return records
 
 
 def _fmt(value, width=0):

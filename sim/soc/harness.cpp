@@ -17,6 +17,12 @@
 //   fault OFFSET LENGTH            accesses touching these bytes answer SLVERR
 //   progress                       print "progress N" to stdout whenever PROGRESS changes
 //   vcd FILE                       dump a waveform (only when built with tracing)
+//   pty                            connect the UART to a pseudo-terminal (the simulated board's
+//                                  serial port): its path is printed as "pty PATH" on stdout;
+//                                  bytes written to it are sent on the UART's receive line at
+//                                  the divisor, bytes the UART transmits are written to it
+//                                  (SOC_PTY_LOG set in the environment: each byte each way is
+//                                  logged on stderr with its cycle)
 //
 // The memory answers AXI4 INCR bursts, narrow (xSIZE < 3) or not, reads and writes
 // independently, up to 16 requests of each kind in flight, reads in order of their requests.
@@ -27,6 +33,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -76,6 +86,7 @@ struct Job {
     double pause = 0;
     uint64_t seed = 1;
     bool progress = false;
+    bool pty = false;
 };
 
 Job read_job(const char *path) {
@@ -99,6 +110,7 @@ Job read_job(const char *path) {
         else if (key == "latency") words >> job.latency;
         else if (key == "pause") words >> job.pause >> job.seed;
         else if (key == "progress") job.progress = true;
+        else if (key == "pty") job.pty = true;
         else { fprintf(stderr, "soc_sim: unknown job line: %s\n", line.c_str()); exit(2); }
     }
     return job;
@@ -120,6 +132,66 @@ struct UartReceiver {
         if (count == divisor / 2 + divisor * (bits + 1)) {
             if (bits < 8) { value |= (line ? 1u : 0u) << bits; ++bits; }
             else { text.push_back(static_cast<char>(value)); state = -1; }
+        }
+    }
+};
+
+// Sends bytes as 8N1 frames on the UART's receive line.
+struct UartTransmitter {
+    unsigned divisor;
+    std::deque<uint8_t> queue;
+    unsigned count = 0;   // cycles into the current frame
+    bool busy = false;
+    uint8_t value = 0;
+    bool step() {   // the line's level for this cycle
+        if (!busy) {
+            if (queue.empty()) return true;
+            value = queue.front();
+            queue.pop_front();
+            busy = true;
+            count = 0;
+        }
+        unsigned bit = count / divisor;
+        bool line = bit == 0 ? false : bit <= 8 ? (value >> (bit - 1) & 1) : true;
+        if (++count == 10 * divisor) busy = false;
+        return line;
+    }
+};
+
+// The serial port of the simulated board: a pseudo-terminal in raw mode.
+struct Pty {
+    int master = -1, slave = -1;
+    std::string path;
+    bool open_pty() {
+        master = posix_openpt(O_RDWR | O_NOCTTY);
+        if (master < 0 || grantpt(master) || unlockpt(master)) return false;
+        path = ptsname(master);
+        // hold the terminal open in raw mode: no echo or line editing before the host opens
+        // it, and no hang-up each time a host closes it
+        slave = open(path.c_str(), O_RDWR | O_NOCTTY);
+        if (slave < 0) return false;
+        termios t;
+        tcgetattr(slave, &t);
+        cfmakeraw(&t);
+        tcsetattr(slave, TCSANOW, &t);
+        fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+        return true;
+    }
+    void receive(std::deque<uint8_t> &into) {
+        uint8_t buffer[4096];
+        ssize_t n = read(master, buffer, sizeof buffer);
+        for (ssize_t i = 0; i < n; ++i) into.push_back(buffer[i]);
+    }
+    void send(uint8_t byte) {
+        while (write(master, &byte, 1) != 1) usleep(100);
+    }
+    // before closing: give the host up to two seconds to read what is still queued for it
+    // (closing the terminal hangs it up, and a hang-up discards unread bytes)
+    void drain() {
+        for (int i = 0; i < 200; ++i) {
+            int queued = 0;
+            if (ioctl(slave, FIONREAD, &queued) || queued == 0) return;
+            usleep(10000);
         }
     }
 };
@@ -155,6 +227,14 @@ int main(int argc, char **argv) {
 #endif
     Rng rng(job.seed);
     UartReceiver uart{job.divisor};
+    UartTransmitter uart_in{job.divisor};
+    Pty pty;
+    const bool pty_log = getenv("SOC_PTY_LOG") != nullptr;
+    if (job.pty) {
+        if (!pty.open_pty()) { fprintf(stderr, "soc_sim: cannot open a pseudo-terminal\n"); return 2; }
+        printf("pty %s\n", pty.path.c_str());
+        fflush(stdout);
+    }
     std::deque<Burst> reads, writes, responses;
     std::deque<std::pair<uint64_t, uint8_t>> wdata;   // beats received ahead of their burst
     const unsigned max_outstanding = 16;
@@ -230,7 +310,19 @@ int main(int argc, char **argv) {
 #endif
         ++cycle;
 
+        size_t received = uart.text.size();
         uart.step(tx);
+        if (job.pty) {
+            if (uart.text.size() != received) {
+                pty.send(uint8_t(uart.text.back()));
+                if (pty_log) fprintf(stderr, "%llu tx %02x\n", (unsigned long long)cycle, uint8_t(uart.text.back()));
+            }
+            if (pty_log && !uart_in.queue.empty() && !uart_in.busy)
+                fprintf(stderr, "%llu rx %02x\n", (unsigned long long)cycle, uart_in.queue.front());
+            // the host's bytes: look for new ones once a byte time
+            if (uart_in.queue.empty() && cycle % (10 * job.divisor) == 0) pty.receive(uart_in.queue);
+            top->uart_rx = uart_in.step();
+        }
         if (ar_fire) reads.push_back(ar);
         if (aw_fire) writes.push_back(aw);
         if (w_fire) wdata.push_back({w_word, w_strobe});
@@ -263,9 +355,14 @@ int main(int argc, char **argv) {
         if (cycle >= job.max_cycles) { timeout = true; break; }
     }
     // let the UART finish a character in flight
+    size_t sent = uart.text.size();
     for (unsigned i = 0; i < 12 * job.divisor && uart.state >= 0; ++i) {
         top->clk = 0; top->eval(); bool tx = top->uart_tx; top->clk = 1; top->eval();
         uart.step(tx);
+    }
+    if (job.pty) {
+        for (; sent < uart.text.size(); ++sent) pty.send(uint8_t(uart.text[sent]));
+        pty.drain();
     }
 #if VM_TRACE
     if (trace) trace->close();

@@ -1,0 +1,1 @@
+/* LiteDRAM's generated headers include this file; nothing of it is used. */
