@@ -74,8 +74,12 @@ def _canonical(text):
 
 
 def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, force=False,
-                    log=print):
-    """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`."""
+                    router="router2", log=print):
+    """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`.
+    ``router``: nextpnr's router (``router2`` by default: ``router1`` had not finished the
+    default build's congested routing after an hour)."""
+    if router not in ("router1", "router2"):
+        raise ValueError(f"router must be router1 or router2, not {router!r}")
     if board not in BOARDS:
         raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
     platform, top, device = BOARDS[board](clock_hz, cpu_only)
@@ -83,7 +87,8 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, f
               + ("processor only" if cpu_only else
                  f"{len(top.soc.config.accelerators)} accelerator(s)"))
     plan = platform.build(top, name=NAME, do_build=False, script_after_read=PREPARE,
-                          nextpnr_opts="--timing-allow-fail --report report.json")
+                          nextpnr_opts=("--timing-allow-fail --report report.json "
+                                                f"--router {router}"))
     digest = hashlib.sha256()
     for name in sorted(plan.files):
         content = plan.files[name]
@@ -174,11 +179,13 @@ def main(argv=None):
     parser.add_argument("--cpu-only", action="store_true",
                         help="the SoC without accelerators (a quicker build)")
     parser.add_argument("--force", action="store_true", help="ignore a cached build")
+    parser.add_argument("--router", default="router2", choices=["router1", "router2"],
+                        help="nextpnr's router")
     parser.add_argument("--program", action="store_true",
                         help="then load it into the board's FPGA with openFPGALoader")
     args = parser.parse_args(argv)
     result = build_bitstream(args.board, clock_hz=args.clock_mhz * 1_000_000,
-                             cpu_only=args.cpu_only, force=args.force)
+                             cpu_only=args.cpu_only, force=args.force, router=args.router)
     print(format_result(result))
     ok = bool(result.bitstream) and result.timing_met
     if ok and args.program:

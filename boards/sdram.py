@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sim.toolchain import BUILD_ROOT
 
-__all__ = ["SDRAM_PARTS", "SdramCore", "SdramSpec", "litedram_core"]
+__all__ = ["SDRAM_PARTS", "SdramCore", "SdramSpec", "controller_headers", "litedram_core"]
 
 #: SDR SDRAM parts LiteDRAM models that ULX3S boards carry: name -> bytes of one x16 chip.
 SDRAM_PARTS = {"MT48LC16M16": 32 << 20, "AS4C32M16": 64 << 20, "AS4C16M16": 32 << 20}
@@ -119,3 +119,10 @@ def litedram_core(spec=None, *, build_root=None):
     address_bits = (spec.bytes - 1).bit_length()
     return SdramCore(spec, verilog, work / "software" / "include" / "generated",
                      _registers(csr_csv), address_bits)
+
+
+def controller_headers(core):
+    """The controller's generated C headers for the firmware (``firmware/sdram.h``): file
+    name under the include path -> text."""
+    return {f"generated/{path.name}": path.read_text()
+            for path in sorted(Path(core.header_dir).glob("*.h"))}

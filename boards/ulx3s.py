@@ -6,6 +6,7 @@
                                  -> the same clock shifted by 180 degrees -> SDRAM clock pin
     Soc.mem (AXI4, 64-bit) ------> LiteDRAM user port -> 32 MB SDR SDRAM (boards.sdram)
     Soc.memctrl (Wishbone) ------> LiteDRAM control port (the firmware runs the init sequence)
+    on-chip RAM <- the board monitor (firmware/board.c) in the bitstream: the host tool's link
     Soc.uart_tx / uart_rx -------> FTDI UART (the host link)
     LEDs: 0 heartbeat, 1 SDRAM initialised, 2 SDRAM init error, 3 firmware exited,
           7..4 the low bits of SYSCTRL.PROGRESS
@@ -24,6 +25,7 @@ from amaranth.hdl import (
     Instance,
     Module,
     ResetSignal,
+    Shape,
     Signal,
 )
 from amaranth.lib import io
@@ -31,8 +33,9 @@ from amaranth.lib.cdc import ResetSynchronizer
 
 from hdl.soc.soc import Soc
 from hls_ref.config import DEFAULT_CONFIG, SocConfig
+from sw.board import board_firmware
 
-from .sdram import SdramSpec, litedram_core
+from .sdram import SdramSpec, controller_headers, litedram_core
 
 __all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "pll_parameters"]
 
@@ -94,14 +97,20 @@ class Ulx3sTop(Elaboratable):
         sdram = SdramSpec() if sdram is None else sdram
         self.clock_hz = clock_hz
         self.pll = pll_parameters(clock_hz)
-        self.soc = Soc(board_soc_config(clock_hz, accelerators, sdram))
-        id_width = len(self.soc.mem.arid)
+        config = board_soc_config(clock_hz, accelerators, sdram)
+        # the memory port's shape, for the controller (whose headers the firmware needs)
+        port = Soc.mem_signature(config).members
         self.sdram_spec = SdramSpec(part=sdram.part, clock_hz=clock_hz, device=sdram.device,
-                                    id_width=id_width, data_bits=len(self.soc.mem.rdata))
+                                    id_width=Shape.cast(port["arid"].shape).width,
+                                    data_bits=Shape.cast(port["rdata"].shape).width)
+        self.sdram_core = litedram_core(self.sdram_spec)
+        self.firmware = board_firmware(config, extra_headers=controller_headers(
+            self.sdram_core)).read_bytes()
+        self.soc = Soc(config, firmware=self.firmware)
 
     def elaborate(self, platform):
         m = Module()
-        core = litedram_core(self.sdram_spec)
+        core = self.sdram_core
         platform.add_file("litedram_core.v", core.verilog.read_text())
 
         # clocks
