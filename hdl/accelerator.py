@@ -11,7 +11,8 @@ accelerator then runs it without help. This top level only wires stream-connecte
   routed by tag), the datapath's stores on its writer;
 * :class:`hdl.socket.reads.ReadTracker` -- reads in flight and error responses;
 * :class:`hdl.socket.counters.PerformanceCounters`;
-* the datapaths (:data:`DATAPATHS`: :class:`hdl.conv_datapath.ConvDatapath`, ...), each
+* the datapaths (:data:`DATAPATHS`: :class:`hdl.conv_datapath.ConvDatapath`,
+  :class:`hdl.fc.datapath.FCDatapath`, :class:`hdl.perchannel.datapath.PerChannelDatapath`), each
   implementing :class:`hdl.socket.signature.DatapathSignature`.
 
 With several datapaths, each descriptor goes to the datapath of its ``op`` (an ``op`` that no
@@ -34,6 +35,7 @@ from .conv_datapath import ConvDatapath
 from .csr import DATA_WIDTH, CsrBank
 from .dma import BEAT_BYTES, Dma
 from .fc.datapath import FCDatapath
+from .perchannel.datapath import PerChannelDatapath
 from .register_slice import RegisterSlice
 from .socket.counters import PerformanceCounters
 from .socket.reads import ReadTracker
@@ -61,8 +63,12 @@ def _fc(config, *, pe_stages, requant_stages):
     return FCDatapath(config, pe_stages=pe_stages)
 
 
+def _perchannel(config, *, pe_stages, requant_stages):
+    return PerChannelDatapath(config, pe_stages=pe_stages, requant_stages=requant_stages)
+
+
 #: How each datapath is built: ``op -> factory(config, pe_stages=, requant_stages=)``.
-DATAPATHS = {Op.CONV2D: _conv, Op.FC: _fc}
+DATAPATHS = {Op.CONV2D: _conv, Op.FC: _fc, Op.DEPTHWISE: _perchannel}
 
 
 class Accelerator(wiring.Component):

@@ -97,8 +97,13 @@ class AddUnit(wiring.Component):
         a_row = Signal(pixel)
         b_row = Signal(pixel)
         a_parity = Signal()           # the memory the pixel being read holds A in
-        feed = Signal()               # the scalers take a chunk
-        with m.FSM():
+        # the read ports and the scalers' valid are plain expressions of the state (Icarus
+        # leaves a signal assigned under a state X until one of its inputs changes)
+        for n, port in enumerate(self.rd):
+            a_here = k[0] == n
+            m.d.comb += [port.addr.eq((k >> 1) + Mux(a_here, cmd.base_a, cmd.base_b)),
+                         port.en.eq(1)]
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(start):
                     m.d.sync += k.eq(0)
@@ -107,12 +112,6 @@ class AddUnit(wiring.Component):
                 with m.If(k == cmd.pixels):
                     m.next = "IDLE"
                 with m.Else():
-                    for n, port in enumerate(self.rd):
-                        a_here = k[0] == n
-                        m.d.comb += [
-                            port.addr.eq((k >> 1) + Mux(a_here, cmd.base_a, cmd.base_b)),
-                            port.en.eq(1),
-                        ]
                     m.d.sync += a_parity.eq(k[0])
                     m.next = "CAPTURE"
             with m.State("CAPTURE"):
@@ -123,7 +122,6 @@ class AddUnit(wiring.Component):
                 ]
                 m.next = "SCALE"
             with m.State("SCALE"):
-                m.d.comb += feed.eq(1)
                 with m.If(scalers[0].i.ready):
                     with m.If(chunk == chunks - 1):
                         m.d.sync += k.eq(k + 1)
@@ -131,6 +129,7 @@ class AddUnit(wiring.Component):
                     with m.Else():
                         m.d.sync += chunk.eq(chunk + 1)
 
+        feed = fsm.ongoing("SCALE")   # the scalers take a chunk
         # the scalers' operands: lanes chunk * per + j of A (scaler j) and B (scaler per + j)
         tag = Signal(user)
         m.d.comb += [tag.chunk.eq(chunk), tag.pixel.eq(k), tag.last.eq(chunk == chunks - 1)]
