@@ -18,9 +18,9 @@ from hls_ref.perchannel import check, load_requests, store_request
 from hls_ref.socket import SocketModel
 from sim.accelerator_host import AcceleratorHost
 from sim.runner import Design
+from sw.fixtures import random_splits
 from sw.perchannel_fixtures import random_add, random_depthwise, random_pool
 from sw.perchannel_program import add_program, avg_pool_program, depthwise_program
-from sw.fixtures import random_splits
 from tests.cocotb.tb_conv2d import HANG_CYCLES, compare, thorough
 
 MEMORY_BYTES = 1 << 20
