@@ -102,6 +102,12 @@ def cmd_bench(args):
 
         print("\nFC datapath RTL (Verilator), cycles from the accelerator's counters:")
         fc_exact = fc_bench(write_results=args.write_results)
+    perchannel_exact = True
+    if args.perchannel:
+        from .perchannel_bench import main as perchannel_bench
+
+        print("\nPer-channel datapath RTL (Verilator), cycles from the accelerator's counters:")
+        perchannel_exact = perchannel_bench(write_results=args.write_results)
     nve_ok = True
     if args.write_results if args.nve is None else args.nve:
         from .nve.cli import BENCH_BANDS, bench_report
@@ -136,8 +142,8 @@ def cmd_bench(args):
             comparison_table]))
         print("\nwrote docs/results.md")
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
-    ok = (all(run.correct for run in runs) and exact and conv2d_exact and fc_exact and nve_ok
-          and soc_ok)
+    ok = (all(run.correct for run in runs) and exact and conv2d_exact and fc_exact
+          and perchannel_exact and nve_ok and soc_ok)
     return 0 if ok else 1
 
 
@@ -297,6 +303,9 @@ def main(argv=None):
     bench.add_argument("--fc", action=argparse.BooleanOptionalAction, default=True,
                        help="the FC datapath's RTL benchmark (every MLPerf Tiny FC layer; "
                             "the autoencoder at a8w8 and a8w4, batch 1 and 8)")
+    bench.add_argument("--perchannel", action=argparse.BooleanOptionalAction, default=True,
+                       help="the per-channel datapath's RTL benchmark (every DS-CNN / VWW "
+                            "depthwise layer, the pools and ResNet-8's adds)")
     bench.add_argument("--nve", action=argparse.BooleanOptionalAction, default=None,
                        help="also compile the NVE networks and simulate row bands (about "
                             "30 s; default: with --write-results)")

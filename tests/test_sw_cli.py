@@ -25,7 +25,8 @@ def test_precisions_command(capsys):
 
 
 def test_bench_command(capsys):
-    assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d", "--no-fc"]) == 0  # no RTL
+    assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d", "--no-fc",
+                 "--no-perchannel"]) == 0  # no RTL
     out = capsys.readouterr().out
     # the conv2d build's row (4 multiplier stages) and the four-block one
     assert "| dsp2 | a4w4 | 8 | 2 | 4 | 8 | 2.00 | 0.50 | 25.0% | 1.75x | yes |" in out

@@ -13,9 +13,10 @@ import cocotb
 import numpy as np
 
 from hls_ref import Precision
-from hls_ref.descriptor import DESCRIPTOR_BYTES, ErrorCode, Mode
+from hls_ref.descriptor import DESCRIPTOR_BYTES, ErrorCode, Mode, Op
 from hls_ref.perchannel import check, load_requests, store_request
 from hls_ref.socket import SocketModel
+from hls_ref.socket import store_request as conv_store_request
 from sim.accelerator_host import AcceleratorHost
 from sim.runner import Design
 from sw.fixtures import random_splits
@@ -36,9 +37,10 @@ async def start(dut, seed):
 
 def store_bytes(program, desc):
     """A mask of the bytes the store of ``desc`` writes (a write error may leave them partly
-    written)."""
+    written); a conv2d command's too, in a build with both datapaths."""
     mask = np.zeros(len(program.memory), bool)
-    for beat, lo, hi, _, _ in store_request(desc).beats():
+    request = store_request(desc) if desc.op == Op.DEPTHWISE else conv_store_request(desc)
+    for beat, lo, hi, _, _ in request.beats():
         mask[8 * beat + lo:8 * beat + hi] = True
     return mask
 
