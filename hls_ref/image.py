@@ -75,7 +75,7 @@ class LayerOp(enum.IntEnum):
 
 #: The accelerator datapath (descriptor ``op``) that can run each layer op.
 ACCELERATOR_FOR = {LayerOp.CONV2D: Op.CONV2D, LayerOp.DEPTHWISE: Op.DEPTHWISE,
-                   LayerOp.FC: Op.FC}
+                   LayerOp.FC: Op.FC, LayerOp.ADD: Op.DEPTHWISE, LayerOp.AVGPOOL: Op.DEPTHWISE}
 
 
 class Engine(enum.IntEnum):

@@ -19,7 +19,7 @@ import numpy as np
 
 from hls_ref import image as fmt
 from hls_ref.config import DEFAULT_SOC, SocConfig
-from hls_ref.descriptor import Op
+from hls_ref.descriptor import Mode, Op
 from hls_ref.formats import TensorLayout
 
 from . import graph as g
@@ -283,7 +283,7 @@ def _qblock_bytes(qblock):
 
 #: The datapaths whose layers the image compiler lowers (the others' layers stay on the
 #: processor, with the reason).
-_IMAGE_LOWERS = (Op.CONV2D, Op.FC)
+_IMAGE_LOWERS = (Op.CONV2D, Op.FC, Op.DEPTHWISE)
 
 
 def _accelerator_for(soc, op):
@@ -292,14 +292,16 @@ def _accelerator_for(soc, op):
     return datapath, (found[0] if found else None)
 
 
-def _relocate(program, tensors, op, builder):
+def _relocate(program, tensors, op, builder, inputs=None):
     """Place a ``sw.program`` Program's weights, quantization blocks and descriptors in the
-    image, its input and output in the tensors' buffers; returns (descriptor list address,
-    count)."""
+    image, its input and output in the tensors' buffers (``inputs``: other regions that are
+    tensors, region name -> tensor name); returns (descriptor list address, count)."""
     regions = program.regions
     new_base = {}
     for name, (addr, size) in regions.items():
-        if name == "input":
+        if inputs and name in inputs:
+            new_base[name] = tensors[inputs[name]].addr
+        elif name == "input":
             new_base[name] = tensors[op.inputs[0]].addr
         elif name == "output":
             new_base[name] = tensors[op.output].addr
@@ -315,8 +317,11 @@ def _relocate(program, tensors, op, builder):
 
     raw = bytearray()
     for desc in program.descriptors:
+        # (an average pool reads no weights: its w_addr is no address)
+        pool = desc.op == Op.DEPTHWISE and desc.mode == Mode.AVGPOOL
         moved = {key: move(getattr(desc, key), key)
-                 for key in ("in_addr", "w_addr", "q_addr", "out_addr")}
+                 for key in ("in_addr", "w_addr", "q_addr", "out_addr")
+                 if not (pool and key == "w_addr")}
         raw += dataclasses.replace(desc, **moved).to_bytes()
     return builder.place(raw), len(program.descriptors)
 
@@ -346,14 +351,42 @@ def _fc_layer(op, layer, config, tensors, builder):
     return desc_addr, count, f"{tiling.in_tile} in x {tiling.out_tile} out per command"
 
 
+def _perchannel_layer(graph, op, config, tensors, builder):
+    """Lower a DepthwiseConv2D, AveragePool2D or Add layer onto the per-channel datapath of
+    ``config`` (``sw.perchannel_compile``; its input, an add's input B and its output tensors
+    must be laid out as the compiler's program lays them out)."""
+    from hls_ref.formats import TensorLayout
+
+    from .perchannel_compile import compile_perchannel
+    from .program import ProgramError
+
+    count = 2 if isinstance(op, g.Add) else 1
+    shapes = [tensor_shape3(graph.tensor(name).shape) for name in op.inputs[:count]]
+    program, tiling, layer = compile_perchannel(
+        graph, op, [np.zeros(shape, np.int64) for shape in shapes], config)
+    bits = layer.command.precision.act_bits
+    wanted = {name: TensorLayout(*shape, bits) for name, shape in zip(op.inputs, shapes)}
+    wanted[op.output] = program.out_layout
+    for name, want in wanted.items():
+        if tensors[name].layout != want:
+            raise ProgramError(f"{op.name}: tensor {name} is not laid out as the per-channel "
+                               f"datapath's program lays it out ({want}); it has "
+                               f"{tensors[name].layout}")
+    extra = {"input B": op.inputs[1]} if count == 2 else {}
+    desc_addr, count = _relocate(program, tensors, op, builder, extra)
+    return desc_addr, count, f"{tiling.rows} rows per command, {tiling.commands} commands"
+
+
 def _accelerator_layer(graph, op, soc, k, tensors, builder):
     """Lower a Conv2D layer onto conv2d accelerator ``k`` (a FullyConnected one onto its FC
-    datapath); returns (desc addr, count, tiling text) or raises (lowering or tiling errors
-    name the limit)."""
+    datapath, a depthwise, pool or add layer onto its per-channel one); returns (desc addr,
+    count, tiling text) or raises (lowering or tiling errors name the limit)."""
     from .lowering import lower_layer
     from .program import compiler_program
 
     config = soc.accelerators[k]
+    if isinstance(op, (g.DepthwiseConv2D, g.AveragePool2D, g.Add)):
+        return _perchannel_layer(graph, op, config, tensors, builder)
     layer = lower_layer(graph, op)
     if isinstance(op, g.FullyConnected):
         return _fc_layer(op, layer, config, tensors, builder)

@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 from hls_ref import image as fmt
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, AcceleratorConfig, FCConfig, SocConfig
+from hls_ref.config import (
+    DEFAULT_CONFIG,
+    DEFAULT_SOC,
+    AcceleratorConfig,
+    DepthwiseConfig,
+    FCConfig,
+    SocConfig,
+)
 from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode
 from sw import graph as g
 from sw.compare import random_input
@@ -48,13 +55,12 @@ def test_engines_and_reasons_follow_the_build():
     processor_only = compile_model("resnet8", SocConfig(accelerators=()))
     assert all(layer.engine == fmt.Engine.PROCESSOR for layer in processor_only.layers)
     assert processor_only.layers[0].why == "no conv2d datapath in this build"
-    # a build with the per-channel datapath: its layers are not lowered for it yet
+    # a build with the per-channel datapath: its depthwise layers run on it
     perchannel = compile_model("dscnn", SocConfig(accelerators=(
         AcceleratorConfig(depthwise={}),)))
     depthwise = [layer for layer in perchannel.layers if layer.op == fmt.LayerOp.DEPTHWISE]
-    assert depthwise and all(layer.engine == fmt.Engine.PROCESSOR for layer in depthwise)
-    assert depthwise[0].why == ("the image compiler does not lower dwconv2d layers for the "
-                                "depthwise datapath yet")
+    assert depthwise and all(layer.engine == fmt.Engine.ACCEL0 for layer in depthwise)
+    assert all(layer.desc_count > 0 for layer in depthwise)
 
 
 def test_buffer_plan_reuses_memory_without_overlapping_live_tensors():
@@ -182,6 +188,9 @@ def test_every_model_on_the_rtl_soc_is_bit_exact_with_litert(model):
 
 #: An SoC whose accelerator has the conv2d and the FC datapaths.
 CONV_FC_SOC = SocConfig(accelerators=(dataclasses.replace(DEFAULT_CONFIG, fc=FCConfig()),))
+#: conv2d beside an 8-lane per-channel datapath.
+CONV_DW_SOC = SocConfig(accelerators=(dataclasses.replace(DEFAULT_CONFIG,
+                                                          depthwise=DepthwiseConfig(lanes=8)),))
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -208,5 +217,40 @@ def test_the_autoencoder_on_an_rtl_soc_with_the_fc_datapath_is_bit_exact_with_li
     reference = ReferenceRuntime("autoencoder")
     reference.run(x)
     run = run_rtl(image, x, seed=11)
+    for name, tensor in run.tensors.items():
+        assert np.array_equal(tensor, reference.tensor(name)), name
+
+
+@pytest.mark.parametrize("model", ("resnet8", "dscnn", "vww"))
+def test_perchannel_layers_go_to_the_perchannel_datapath_and_stay_litert_exact(model):
+    """With a per-channel datapath beside conv2d, the depthwise layers (and the pools and
+    adds the per-channel compiler lowers) run on the accelerator, and the image's golden
+    execution still equals LiteRT on every layer."""
+    image = compile_model(model, CONV_DW_SOC, reuse_buffers=False)
+    ops = (fmt.LayerOp.DEPTHWISE, fmt.LayerOp.ADD, fmt.LayerOp.AVGPOOL)
+    lowered = [layer for layer in image.layers
+               if layer.op in ops and layer.engine == fmt.Engine.ACCEL0]
+    assert lowered
+    assert all(layer.engine == fmt.Engine.ACCEL0 for layer in image.layers
+               if layer.op == fmt.LayerOp.DEPTHWISE)
+    graph, x = _input(model, 3)
+    reference = ReferenceRuntime(model)
+    reference.run(x)
+    run = run_golden(image, x, graph=graph)
+    for name, tensor in run.tensors.items():
+        assert np.array_equal(tensor, reference.tensor(name)), name
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+def test_dscnn_on_an_rtl_soc_with_the_perchannel_datapath_is_bit_exact_with_litert():
+    """DS-CNN with its depthwise layers (and its pool) on the per-channel datapath."""
+    image = compile_model("dscnn", CONV_DW_SOC, reuse_buffers=False)
+    assert any(layer.op == fmt.LayerOp.DEPTHWISE and layer.engine == fmt.Engine.ACCEL0
+               for layer in image.layers)
+    _, x = _input("dscnn", 13)
+    reference = ReferenceRuntime("dscnn")
+    reference.run(x)
+    run = run_rtl(image, x, seed=13)
     for name, tensor in run.tensors.items():
         assert np.array_equal(tensor, reference.tensor(name)), name
