@@ -39,7 +39,7 @@ _X_PIECES = ((0, 18), (18, 14))                 # |x|: bits 0-17, 18-31
 _S_PIECES = ((0, 18), (18, 18), (36, 17))       # S: bits 0-17, 18-35, 36-52
 
 #: Cycles from an input transfer to its result (without back-pressure).
-LATENCY = 11
+LATENCY = 13
 
 
 def bit_length(m, value, *, name):
@@ -159,50 +159,57 @@ class DoubleRequantizer(wiring.Component):
         product = stage((row_sums[0] + (row_sums[1] << _X_PIECES[1][0]))[:_PRODUCT], "product")
         side = carry(side, 5)
 
-        # stage 6: rounding to 53 significant bits (ties to even) at bit d
+        # stage 6: the rounding position d: P's top bit (at t + 52 or t + 53) decides it
         t = side["t"]
         top = product.bit_select(t + 52, 1)            # P has t + 53 bits
-        drop = Signal(6)
-        m.d.comb += drop.eq(Mux(t == 0, 0, t - 1 + top))
+        drop = stage(Mux(t == 0, 0, t - 1 + top)[:6], "drop")
+        product6 = stage(product, "product6")
+        side = carry(side, 6)
+
+        # stage 7: rounding to 53 significant bits (ties to even) at bit d (registered above:
+        # the bit select and the add that find d are a path of their own)
         low_mask = Signal(_PRODUCT)                    # the d dropped bits (d <= 32)
         m.d.comb += low_mask.eq((Const(1, _ACC + 2) << drop) - 1)
-        guard = (drop != 0) & product.bit_select((drop - 1)[:6], 1)
-        sticky = (product[:_ACC + 1] & (low_mask[:_ACC + 1] >> 1)).any()
-        round_up = guard & (sticky | product.bit_select(drop, 1))
-        kept = stage(product & ~low_mask, "kept")
+        guard = (drop != 0) & product6.bit_select((drop - 1)[:6], 1)
+        sticky = (product6[:_ACC + 1] & (low_mask[:_ACC + 1] >> 1)).any()
+        round_up = guard & (sticky | product6.bit_select(drop, 1))
+        kept = stage(product6 & ~low_mask, "kept")
         increment = stage(Mux(round_up, Const(1, _ACC + 2) << drop, 0), "increment")
-        side = carry(side | {"drop": drop}, 6)
+        side = carry(side | {"drop": drop}, 7)
 
-        # stage 7: Q, and whether the integer rounding lies at or below the IEEE one
+        # stage 8: Q, and whether the integer rounding lies at or below the IEEE one
         rounded = stage(kept + increment, "rounded")                   # < 2**86
         e = shift
         saturated = stage((side["t"] != 0) & (e <= side["drop"]), "saturated")
         # the right shift by E - 1 (E - 1 >= d >= 0 when not saturated; beyond 87, zero)
         amount = stage(Mux(e > 87, 87, Mux(e < 1, 0, e - 1)).as_unsigned()[:7], "amount")
-        side = carry(side, 7)
+        side = carry(side, 8)
 
-        # stage 8: Q >> (E - 1), coarse (multiples of 16) ...
+        # stage 9: Q >> (E - 1), coarse (multiples of 16) ...
         coarse = stage(rounded >> Cat(Const(0, 4), amount[4:]), "coarse")
         fine_amount = stage(amount[:4], "fine_amount")
-        saturated = stage(saturated, "saturated8")
-        side = carry(side, 8)
-        # stage 9: ... fine, then the magnitude: (Q >> E) + Q[E - 1], saturated
-        shifted = coarse >> fine_amount                               # R = Q >> (E - 1)
-        big = shifted[_MAG + 1:].any()
-        magnitude9 = (shifted[1:_MAG + 1] + shifted[0])[:_MAG + 1]
-        clipped = Mux(saturated | big | (magnitude9 > _SATURATE), _SATURATE, magnitude9)
+        saturated = stage(saturated, "saturated9")
+        side = carry(side, 9)
+        # stage 10: ... fine: R = Q >> (E - 1), and whether R is beyond the saturation
+        shifted = coarse >> fine_amount
+        r = stage(shifted[:_MAG + 1], "r")
+        over = stage(saturated | shifted[_MAG + 1:].any(), "over")
+        side = carry(side, 10)
+        # stage 11: the magnitude (R >> 1) + R[0] = (Q >> E) + Q[E - 1], saturated, signed
+        magnitude11 = (r[1:] + r[0])[:_MAG + 1]
+        clipped = Mux(over | (magnitude11 > _SATURATE), _SATURATE, magnitude11)
         value = Signal(signed(_MAG + 2))
         m.d.comb += value.eq(Mux(side["sign"], -clipped, clipped))
         signed_value = stage(value, "signed_value")
-        side = carry(side, 9)
+        side = carry(side, 11)
 
-        # stage 10: the zero point; stage 11: the clamp
+        # stage 12: the zero point; stage 13: the clamp
         offset = stage(signed_value + self.zero_point, "offset")
-        side = carry(side, 10)
+        side = carry(side, 12)
         clamped = Mux(offset < self.low, self.low, offset)
         clamped = Mux(clamped > self.high, self.high, clamped)
-        value11 = stage(clamped[:_OUT].as_signed(), "value")
-        side = carry(side, 11)
-        m.d.comb += [self.o.payload.value.eq(value11), self.o.payload.user.eq(side["user"]),
+        value13 = stage(clamped[:_OUT].as_signed(), "value")
+        side = carry(side, 13)
+        m.d.comb += [self.o.payload.value.eq(value13), self.o.payload.user.eq(side["user"]),
                      self.o.valid.eq(side["valid"])]
         return m
