@@ -169,8 +169,9 @@ def _counter(name, offset, doc):
 
 def register_map(config):
     """The register map of an accelerator built from ``config`` (an
-    :class:`hls_ref.config.AcceleratorConfig`). The conv2d datapath's constants read 0 in a
-    build without it."""
+    :class:`hls_ref.config.AcceleratorConfig`). The constants of a datapath the build does
+    not have (conv2d's, FC's) read 0."""
+    from .config import FC_MAX_OUTPUTS
     from .descriptor import Op
 
     major, minor = FORMAT_VERSION
@@ -179,6 +180,11 @@ def register_map(config):
 
     def conv_value(value):
         return value if conv else 0
+
+    fc = config.section(Op.FC)
+
+    def fc_value(name):
+        return getattr(fc, name) if fc else 0
 
     regs = [
         _const("ID", 0x000, MAGIC, 'identifies a Tessera accelerator ("TESS")'),
@@ -215,6 +221,23 @@ def register_map(config):
                   "bit op set: the build runs descriptors of that op (1 conv2d, 2 depthwise, "
                   "3 fc)", value=config.datapath_mask),
         ), "the datapaths of the build"),
+        Register("FC_SHAPE", 0x028, (
+            Field("pes", 0, 8, Access.CONST, "fc: processing elements (outputs per block)",
+                  value=fc_value("pes")),
+            Field("st_units", 8, 8, Access.CONST, "fc: ST multipliers per PE",
+                  value=fc_value("st_units")),
+            Field("max_batch", 16, 8, Access.CONST, "fc: input vectors per command",
+                  value=fc_value("max_batch")),
+            Field("codes", 24, 8, Access.CONST,
+                  "fc: bit c set: ST configuration code c is supported",
+                  value=sum(1 << p.value for p in fc.precisions) if fc else 0),
+        ), "the FC datapath's PE array"),
+        _const("FC_PLM_IN_WORDS", 0x02C, fc_value("plm_in_words"),
+               "fc: input PLM bank, 16-bit words (every vector of a command)"),
+        _const("FC_PLM_ACC_WORDS", 0x030, fc_value("acc_words"),
+               "fc: accumulator PLM bank, 32-bit words"),
+        _const("FC_MAX_OUTPUTS", 0x034, FC_MAX_OUTPUTS if fc else 0,
+               "fc: most outputs of one command"),
         Register("CTRL", 0x040, (
             Field("start", 0, 1, Access.W1P,
                   "run DESC_COUNT descriptors from DESC_ADDR (ignored while busy)"),

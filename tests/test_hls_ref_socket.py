@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hls_ref import Precision
-from hls_ref.config import DEFAULT_CONFIG, ICE40_CONFIG, AcceleratorConfig
+from hls_ref.config import DEFAULT_CONFIG, FC_CONFIG, ICE40_CONFIG, AcceleratorConfig
 from hls_ref.descriptor import (
     DESCRIPTOR_BYTES,
     FIELDS,
@@ -63,6 +63,27 @@ def test_register_map_from_config():
     assert regs["STATUS"].field("done").access is Access.W1C
     assert regs.encode("CTRL", start=1, irq_enable=1) == 0x101
     assert "`0x044` | `STATUS`" in regs.markdown()
+
+
+def test_register_map_fc_constants():
+    """A host reads the FC datapath's shape from the build; a build without it reads 0."""
+    fc = FC_CONFIG.fc
+    regs = register_map(FC_CONFIG)
+    assert regs.decode("FC_SHAPE", regs["FC_SHAPE"].reset_value) == {
+        "pes": fc.pes, "st_units": fc.st_units, "max_batch": fc.max_batch,
+        "codes": sum(1 << p.value for p in fc.precisions)}
+    assert regs["FC_PLM_IN_WORDS"].reset_value == fc.plm_in_words
+    assert regs["FC_PLM_ACC_WORDS"].reset_value == fc.acc_words
+    assert regs["FC_MAX_OUTPUTS"].reset_value == 256
+    assert regs["PES"].reset_value == (FC_CONFIG.pes if FC_CONFIG.conv else 0)
+    wide = AcceleratorConfig.from_dict(FC_CONFIG.as_dict() | {
+        "fc": fc.as_dict() | {"pes": 8, "st_units": 4, "max_batch": 4, "plm_in_words": 1024}})
+    assert register_map(wide).decode("FC_SHAPE", register_map(wide)["FC_SHAPE"].reset_value)[
+        "st_units"] == 4
+    plain = register_map(ICE40_CONFIG)
+    assert ICE40_CONFIG.fc is None
+    for name in ("FC_SHAPE", "FC_PLM_IN_WORDS", "FC_PLM_ACC_WORDS", "FC_MAX_OUTPUTS"):
+        assert plain[name].reset_value == 0
 
 
 # --- descriptor lists compute the layer -----------------------------------------------------
