@@ -70,6 +70,12 @@ class FCBenchCase:
         return self.weight_bytes / (self.result["cycles"] * 8)
 
     @property
+    def bus_ceiling(self):
+        """Weight bytes / bytes read: the bus efficiency of the list if every cycle moved a
+        beat (the descriptor, the input vectors and the quantization block share the bus)."""
+        return self.weight_bytes / self.result["bytes_read"]
+
+    @property
     def utilisation(self):
         return self.result["mac_cycles"] / self.result["cycles"]
 
@@ -142,14 +148,15 @@ def _exact(case):
 
 def layer_table(cases):
     lines = ["| model | layer | precision | batch | commands | weight bytes | cycles | "
-             "MAC cycles | PE utilisation | bus efficiency | bit-exact |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "MAC cycles | PE utilisation | bytes read | bus efficiency | bus ceiling | "
+             "bit-exact |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         r = c.result
         lines.append(f"| {c.model} | {c.layer} | {c.precision.label} | {c.batch} | "
                      f"{r['tiles']} | {c.weight_bytes:,} | {r['cycles']:,} | "
-                     f"{r['mac_cycles']:,} | {c.utilisation:.1%} | {c.bus_efficiency:.1%} | "
-                     f"{_exact(c)} |")
+                     f"{r['mac_cycles']:,} | {c.utilisation:.1%} | {r['bytes_read']:,} | "
+                     f"{c.bus_efficiency:.1%} | {c.bus_ceiling:.1%} | {_exact(c)} |")
     return "\n".join(lines)
 
 
@@ -238,7 +245,10 @@ def _section(layers, totals, latency):
         "latency; cycles, MAC cycles and commands are the accelerator's own counters (one "
         "list per layer: each row includes the list's start and end). Weight bytes = outputs "
         "x inputs x weight bits / 8; bus efficiency = weight bytes / (cycles x 8); PE "
-        "utilisation = MAC cycles / cycles. Bit-exact: the memory image equals the golden "
+        "utilisation = MAC cycles / cycles. Bytes read are the accelerator's counter (the "
+        "descriptors, input vectors, quantization blocks and weights); bus ceiling = weight "
+        "bytes / bytes read, the bus efficiency the list would reach if every cycle moved a "
+        "beat. Bit-exact: the memory image equals the golden "
         "model's and, at a8w8, the golden output equals the golden network run's (itself "
         "LiteRT-exact). The a8w4 rows use the real weights divided by 17 and rounded to 4 "
         "bits (the same work on half the bytes; checked against the golden model).", "",

@@ -11,15 +11,17 @@ It implements :class:`hdl.socket.signature.DatapathSignature` for FC descriptors
 * :class:`hdl.fc.core.FCCore` with its :class:`~hdl.fc.pe.FCPEArray` -- the loops, into the
   accumulator PLM (two banks, alternating per output tile; a command with ``acc_flag`` adds
   to the bank of the previous one);
-* :class:`hdl.fc.store.FCStore` -- requantization and packing into the socket's DMA writer;
-  commands retire in list order.
+* :class:`hdl.fc.store.FCStore` -- requantization and packing, behind the core row by row
+  (it starts with the command's compute and reads the accumulator PLM through a port of its
+  own), into a FIFO of output beats that go to the socket's DMA writer once the command's
+  verdict accepts it (a refused command's beats are dropped); commands retire in list order.
 
 Weights are not held on chip: the core consumes them as they arrive, so a command computes
-while its weight stream is read, and the store of command ``i`` overlaps the loads and compute
-of command ``i+1``.
+while its weight stream is read; the store of command ``i`` overlaps its own compute and the
+loads and compute of command ``i+1``.
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 
@@ -38,6 +40,8 @@ __all__ = ["FCDatapath", "check_fc_config"]
 
 #: Weight beats buffered between the read slice and the row assembler.
 WEIGHT_FIFO_DEPTH = 8
+#: Output beats a command's store may pack before its verdict lets them go to memory.
+OUTPUT_FIFO_DEPTH = 64
 
 
 def _store_record_layout(max_batch):
@@ -185,7 +189,10 @@ class FCDatapath(wiring.Component):
         m.d.comb += front.bank_busy.eq(bank_busy)
         drain = pend.core.drain | self.stop     # after a failed store nothing is computed
         target = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
-        go = pend_valid & ~comp_active & (drain | ~acc_busy.bit_select(target, 1))
+        m.submodules.stores = stores = SyncFIFOBuffered(
+            width=_store_record_layout(fc.max_batch).size, depth=4)
+        go = (pend_valid & ~comp_active & stores.w_rdy
+              & (drain | ~acc_busy.bit_select(target, 1)))
         m.d.comb += [core.start.eq(go), core.cmd.eq(pend.core),
                      core.cmd.acc_bank.eq(target), core.cmd.drain.eq(drain)]
         with m.If(go):
@@ -209,56 +216,89 @@ class FCDatapath(wiring.Component):
                      tile_q.low.eq(Mux(low > width_min, low, width_min)),
                      tile_q.high.eq(Mux(q.act_max < width_max, q.act_max, width_max))]
 
+        # the command goes to the store stage two cycles after it starts (when ``tile_q``
+        # holds its block): the store runs behind the core, row by row, and its beats wait
+        # in ``out_fifo`` for the command's verdict
         record_layout = _store_record_layout(fc.max_batch)
-        m.submodules.stores = stores = SyncFIFOBuffered(width=record_layout.size, depth=4)
         record = data.View(record_layout, stores.w_data)
-        handoff = comp_finished & (comp.core.drain | stores.w_rdy)
+        started = Signal(2)
+        m.d.sync += started.eq(Cat(go & ~drain, started[0]))
+        handoff = comp_finished
         m.d.comb += [record.index.eq(comp.index), record.q_flag.eq(comp.q_flag),
                      record.store.eq(comp.store), record.store.acc_bank.eq(comp.core.acc_bank),
                      record.store_req.eq(comp.store_req), record.q.eq(tile_q),
-                     stores.w_en.eq(handoff & ~comp.core.drain)]
+                     stores.w_en.eq(started[1])]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
+        # per accumulator bank, the rows below ``written`` hold the current command's sums
+        written = [Signal(acc_bits + 1, name=f"written{k}") for k in range(2)]
+        for k in range(2):
+            with m.If(go & ~drain & (target == k)):
+                m.d.sync += written[k].eq(0)
+            with m.Elif(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)):
+                m.d.sync += written[k].eq(core.acc_wr.addr[:acc_bits] + 1)
 
         # --- the store stage ----------------------------------------------------------------
         head = data.View(record_layout, stores.r_data)
         st = Signal(record_layout, reset_less=True)
         st_go = Signal()
         st_req_valid = Signal()
+        m.submodules.out_fifo = out_fifo = SyncFIFOBuffered(width=64, depth=OUTPUT_FIFO_DEPTH)
+        sending = Signal()
         m.d.comb += [store.start.eq(st_go), store.cfg.eq(st.store), store.q.eq(st.q),
+                     store.rows_ready.eq(Mux(st.store.acc_bank, written[1], written[0])),
                      self.wr_req.valid.eq(st_req_valid), self.wr_req.payload.eq(st.store_req),
-                     self.wr_data.valid.eq(store.beats.valid),
-                     self.wr_data.payload.eq(store.beats.payload),
-                     store.beats.ready.eq(self.wr_data.ready)]
+                     out_fifo.w_data.eq(store.beats.payload),
+                     out_fifo.w_en.eq(store.beats.valid), store.beats.ready.eq(out_fifo.w_rdy),
+                     self.wr_data.valid.eq(out_fifo.r_rdy & sending),
+                     self.wr_data.payload.eq(out_fifo.r_data)]
         m.d.sync += st_go.eq(0)
         with m.If(st_req_valid & self.wr_req.ready):
             m.d.sync += st_req_valid.eq(0)
         waiting = front.held & (head.index[:TAG_BITS] == front.held_tag)
         refused = front.failed & (head.index[:TAG_BITS] == front.failed_tag)
         dropped = self.stop | refused
+        # the stored command's verdict: still to come, or a refusal
+        st_waiting = front.held & (st.index[:TAG_BITS] == front.held_tag)
+        st_dropped = self.stop | (front.failed & (st.index[:TAG_BITS] == front.failed_tag))
+        packed = ~st_go & ~store.busy & (out_fifo.level == 0)  # every beat packed and gone
         retire = Signal()
         store_release = Signal()
         drop_release = Signal()
         with m.FSM(name="fc_store_stage") as store_fsm:
             with m.State("IDLE"):
                 m.d.sync += st.eq(head)
-                with m.If(stores.r_rdy & ~waiting & ~dropped & head.q_flag):
-                    m.d.sync += [st_go.eq(1), st_req_valid.eq(1)]
+                with m.If(stores.r_rdy & ~dropped & head.q_flag):
+                    m.d.sync += st_go.eq(1)
                     m.next = "STORE"
             with m.State("STORE"):
+                # packing until the verdict: accepted, the request and then the beats leave
+                with m.If(st_dropped):
+                    m.next = "DROP"
+                with m.Elif(~st_waiting):
+                    m.d.sync += st_req_valid.eq(1)
+                    m.next = "SEND"
+            with m.State("SEND"):
                 with m.If(store_release):
                     m.next = "RESPONSE"
+            with m.State("DROP"):
+                # refused: the store finishes (its rows are all written) and its beats go
+                with m.If(packed):
+                    m.next = "IDLE"
             with m.State("RESPONSE"):
                 with m.If(self.wr_done.valid):
                     m.next = "IDLE"
         # the stage's controls are plain expressions of its state (``hdl.socket.signature``:
         # Icarus leaves a signal assigned under a state X until one of its inputs changes)
-        take = store_fsm.ongoing("IDLE") & stores.r_rdy & ~waiting
+        take = store_fsm.ongoing("IDLE") & stores.r_rdy & (head.q_flag | ~waiting)
         answered = store_fsm.ongoing("RESPONSE") & self.wr_done.valid
+        dropping = store_fsm.ongoing("DROP")
         m.d.comb += [
+            sending.eq(store_fsm.ongoing("SEND")),
+            out_fifo.r_en.eq(Mux(dropping, 1, sending & self.wr_data.ready)),
             stores.r_en.eq(take),
-            drop_release.eq(take & dropped & head.q_flag),
-            store_release.eq(store_fsm.ongoing("STORE") & ~st_go & ~store.busy & ~st_req_valid),
+            drop_release.eq((take & dropped & head.q_flag) | (dropping & packed)),
+            store_release.eq(sending & packed & ~st_req_valid),
             self.wr_done.ready.eq(store_fsm.ongoing("RESPONSE")),
             self.write_error.eq(answered & self.wr_done.payload.err),
             retire.eq((take & ~dropped & ~head.q_flag)
@@ -269,34 +309,36 @@ class FCDatapath(wiring.Component):
         # bank flags, each updated by one assignment from its set and clear masks
         bank_set = Mux(front.load_start, Mux(front.bank, 0b10, 0b01), 0)
         bank_clear = Mux(handoff, Mux(comp.core.in_bank, 0b10, 0b01), 0)
-        acc_set = Mux(handoff & comp.q_flag & ~comp.core.drain,
-                      Mux(comp.core.acc_bank, 0b10, 0b01), 0)
+        acc_set = Mux(go & pend.q_flag & ~drain, Mux(target, 0b10, 0b01), 0)
+        dropped_bank = Mux(dropping, st.store.acc_bank, head.store.acc_bank)
         acc_clear = (Mux(store_release, Mux(st.store.acc_bank, 0b10, 0b01), 0)
-                     | Mux(drop_release, Mux(head.store.acc_bank, 0b10, 0b01), 0))
+                     | Mux(drop_release, Mux(dropped_bank, 0b10, 0b01), 0))
         m.d.sync += [bank_busy.eq((bank_busy & ~bank_clear) | bank_set),
                      acc_busy.eq((acc_busy & ~acc_clear) | acc_set)]
 
         m.d.comb += [
             self.retire.eq(retire),
-            self.busy.eq(pend_valid | comp_active | (stores.level != 0)
+            self.busy.eq(pend_valid | comp_active | (stores.level != 0) | (started != 0)
                          | ~store_fsm.ongoing("IDLE")),
         ]
         acc_mem = []
         for k in range(2):
             mem = memory.Memory(shape=sums, depth=core.acc_rows, init=[])
             m.submodules[f"acc_plm{k}"] = mem
-            rd, wr = mem.read_port(), mem.write_port()
-            mine = Signal(name=f"store_reads{k}")
-            m.d.sync += mine.eq(store_fsm.ongoing("STORE") & (st.store.acc_bank == k))
+            # a read port each for the core (partial sums) and the store: they read one bank
+            # at once when the store follows a command that adds to partial sums
+            rd, st_rd, wr = mem.read_port(), mem.read_port(), mem.write_port()
             m.d.comb += [
-                rd.addr.eq(Mux(mine, store.acc_rd.addr[:acc_bits], core.acc_rd.addr[:acc_bits])),
-                rd.en.eq(1),
+                rd.addr.eq(core.acc_rd.addr[:acc_bits]), rd.en.eq(1),
+                st_rd.addr.eq(store.acc_rd.addr[:acc_bits]), st_rd.en.eq(1),
                 wr.addr.eq(core.acc_wr.addr[:acc_bits]), wr.data.eq(core.acc_wr.data),
                 wr.en.eq(core.acc_wr.en & (core.acc_wr.addr[acc_bits] == k)),
             ]
             read = Signal(sums, name=f"acc_read{k}", reset_less=True)
-            m.d.sync += read.eq(rd.data)
-            acc_mem.append(read)
-        m.d.comb += [core.acc_rd.data.eq(Mux(comp.core.acc_bank, acc_mem[1], acc_mem[0])),
-                     store.acc_rd.data.eq(Mux(st.store.acc_bank, acc_mem[1], acc_mem[0]))]
+            st_read = Signal(sums, name=f"acc_store_read{k}", reset_less=True)
+            m.d.sync += [read.eq(rd.data), st_read.eq(st_rd.data)]
+            acc_mem.append((read, st_read))
+        m.d.comb += [
+            core.acc_rd.data.eq(Mux(comp.core.acc_bank, acc_mem[1][0], acc_mem[0][0])),
+            store.acc_rd.data.eq(Mux(st.store.acc_bank, acc_mem[1][1], acc_mem[0][1]))]
         return m

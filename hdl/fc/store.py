@@ -5,7 +5,10 @@ segment of ``out_seg`` elements of ``out_bits`` bits, the ``out_c`` results and 
 zero-filled to a whole byte. Element ``n < out_c`` of row ``b`` is the sum of PE ``n % pes``
 in accumulator row ``(n // pes) * 2**batch_bits + b`` (:class:`hdl.fc.core.FCCore`).
 
-One element per cycle: each is decided two cycles before it is selected (the decision
+The store runs behind the core: an element is decided only once the core has written its
+row (``rows_ready``), so a command's outputs are requantized while its later blocks compute
+and only the last block's remain when the core finishes. One element per cycle: each is
+decided two cycles before it is selected (the decision
 addresses the accumulator PLM, whose data comes from a register), goes through
 :class:`hdl.fc.requant.DoubleRequantizer` without stalling -- an element is decided only
 against a credit for the FIFO behind the requantizer -- and the packer places it at its bit
@@ -72,6 +75,10 @@ class FCStore(wiring.Component):
         The accumulator PLM; its data 2 cycles after the address.
     beats : ``Out(stream.Signature(64))``
         Lane-aligned beats for the DMA writer.
+    rows_ready : ``In(acc_addr_width)``
+        Accumulator rows of ``cfg.acc_bank`` below this address hold the command's final
+        sums (the core writes them in address order): an element is decided only once its
+        row is below it, so the store runs while the core computes the later blocks.
     busy : ``Out(1)``
         From ``start`` until the last beat is accepted.
     """
@@ -88,6 +95,7 @@ class FCStore(wiring.Component):
             "acc_rd": Out(memory.ReadPort.Signature(
                 addr_width=acc_addr_width, shape=data.ArrayLayout(signed(32), pes))),
             "beats": Out(stream.Signature(64)),
+            "rows_ready": In(acc_addr_width),
             "busy": Out(1),
         })
 
@@ -107,7 +115,10 @@ class FCStore(wiring.Component):
         b_last = Signal()
         n_last = Signal()
         filler = Signal()                # n >= out_c
-        decide = deciding & (credits != 0)
+        row = Cat(Cat(b, Const(0, self._batch_bits))[:self._batch_bits], block,
+                  Const(0, 16))[:self._acc_addr_width - 1]
+        # (the filler reads no row: its block may lie beyond the command's)
+        decide = deciding & (credits != 0) & (filler | (row < self.rows_ready))
         popped = fifo.r_en & fifo.r_rdy
         m.d.sync += credits.eq(credits - decide + popped)
         with m.If(self.start):
@@ -127,8 +138,6 @@ class FCStore(wiring.Component):
                     m.d.sync += [lane.eq(0), block.eq(block + 1)]
                 with m.Else():
                     m.d.sync += lane.eq(lane + 1)
-        row = Cat(Cat(b, Const(0, self._batch_bits))[:self._batch_bits], block,
-                  Const(0, 16))[:self._acc_addr_width - 1]
         m.d.comb += [self.acc_rd.addr.eq(Cat(row, cfg.acc_bank)), self.acc_rd.en.eq(1)]
 
         # the decision's fields meet the row two cycles later
