@@ -96,22 +96,44 @@ def _registers(csr_csv):
     return registers
 
 
-def litedram_core(spec=None, *, build_root=None):
+#: LiteDRAM's generator with ``--sim`` (its ``SDRAMPHYModel``: the PHY and the chip as a
+#: behavioural model in the core). The generator takes one function from LiteX's simulation
+#: tool, whose module needs LiteEth, and ends by writing a Verilator build script that needs
+#: tapcfg: the function comes from LiteDRAM itself here and the script is not written, since
+#: the core is built by ``sim.soc_sim`` with the rest of the SoC.
+_SIM_GENERATOR = """
+import sys, types
+import litedram.phy.model as model
+sys.modules["litex.tools.litex_sim"] = types.SimpleNamespace(
+    get_sdram_phy_settings=model.get_sdram_phy_settings)
+import litex.build.sim.verilator as verilator
+verilator._generate_sim_variables = lambda *args, **kwargs: None
+import litedram.gen as gen
+sys.argv = ["litedram_gen", "core.yml", "--sim", "--name", "litedram_core", "--output-dir", "."]
+gen.main()
+"""
+
+
+def litedram_core(spec=None, *, sim=False, build_root=None):
     """Generate (or reuse) the LiteDRAM core of ``spec`` (the default :class:`SdramSpec` if
-    None); returns an :class:`SdramCore`."""
+    None); returns an :class:`SdramCore`. ``sim``: the core with LiteDRAM's model of the PHY
+    and the chip instead of the pins (same control registers and user port), for the
+    board-level simulation."""
     spec = SdramSpec() if spec is None else spec
     config = spec.generator_config()
     text = json.dumps(config, sort_keys=True)
-    digest = hashlib.sha256((text + _litedram_version()).encode()).hexdigest()[:16]
+    digest = hashlib.sha256((text + _litedram_version() + ("sim" if sim else "")).encode()
+                            ).hexdigest()[:16]
     work = Path(build_root or BUILD_ROOT) / "litedram" / digest
     verilog = work / "gateware" / "litedram_core.v"
     csr_csv = work / "csr.csv"
     if not (verilog.exists() and csr_csv.exists()):
         work.mkdir(parents=True, exist_ok=True)
         (work / "core.yml").write_text(text)
-        done = subprocess.run([sys.executable, "-m", "litedram.gen", "core.yml", "--name",
-                               "litedram_core", "--output-dir", "."], cwd=work,
-                              capture_output=True, text=True)
+        command = ([sys.executable, "-c", _SIM_GENERATOR] if sim else
+                   [sys.executable, "-m", "litedram.gen", "core.yml", "--name", "litedram_core",
+                    "--output-dir", "."])
+        done = subprocess.run(command, cwd=work, capture_output=True, text=True)
         (work / "gen.log").write_text(done.stdout + done.stderr)
         if done.returncode or not verilog.exists():
             raise RuntimeError(f"litedram_gen failed for {spec}: see {work / 'gen.log'}")

@@ -37,7 +37,8 @@ from sw.board import board_firmware
 
 from .sdram import SdramSpec, controller_headers, litedram_core
 
-__all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "pll_parameters"]
+__all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "controller_ports",
+           "pll_parameters"]
 
 #: The ULX3S's oscillator.
 OSCILLATOR_HZ = 25_000_000
@@ -78,6 +79,41 @@ def board_soc_config(clock_hz=50_000_000, accelerators=(DEFAULT_CONFIG,),
     return SocConfig(accelerators=tuple(accelerators), dram_bytes=sdram.bytes,
                      clock_hz=clock_hz, uart_divisor=round(clock_hz / UART_BAUD),
                      memctrl_bytes=MEMCTRL_BYTES)
+
+
+def controller_ports(soc, address_bits, *, init_done, init_error):
+    """The ``Instance`` ports that connect a LiteDRAM core (its clock, control port, AXI user
+    port of ``address_bits`` address bits, status) to ``soc`` (a :class:`Soc` with a
+    ``memctrl`` window); the SDRAM pins (none for the simulation core) and the reset are the
+    caller's."""
+    mem, ctrl = soc.mem, soc.memctrl
+    bits = address_bits
+    ports = {
+        "i_clk": ClockSignal("sync"),
+        "o_init_done": init_done, "o_init_error": init_error,
+        "i_wb_ctrl_adr": Cat(ctrl.adr, Const(0, 30 - len(ctrl.adr))),
+        "i_wb_ctrl_dat_w": ctrl.dat_w,
+        "o_wb_ctrl_dat_r": ctrl.dat_r, "i_wb_ctrl_sel": ctrl.sel, "i_wb_ctrl_cyc": ctrl.cyc,
+        "i_wb_ctrl_stb": ctrl.stb, "i_wb_ctrl_we": ctrl.we, "i_wb_ctrl_cti": ctrl.cti,
+        "i_wb_ctrl_bte": ctrl.bte, "o_wb_ctrl_ack": ctrl.ack, "o_wb_ctrl_err": ctrl.err,
+    }
+    for ch in ("ar", "aw"):
+        ports.update({
+            f"i_user_port_axi_0_{ch}addr": getattr(mem, f"{ch}addr")[:bits],
+            f"i_user_port_axi_0_{ch}burst": getattr(mem, f"{ch}burst"),
+            f"i_user_port_axi_0_{ch}id": getattr(mem, f"{ch}id"),
+            f"i_user_port_axi_0_{ch}len": getattr(mem, f"{ch}len"),
+            # AXI4 has 3 size bits; LiteDRAM declares 4
+            f"i_user_port_axi_0_{ch}size": Cat(getattr(mem, f"{ch}size"), Const(0, 1)),
+            f"i_user_port_axi_0_{ch}valid": getattr(mem, f"{ch}valid"),
+            f"o_user_port_axi_0_{ch}ready": getattr(mem, f"{ch}ready"),
+        })
+    for name in ("wdata", "wlast", "wstrb", "wvalid", "bready", "rready"):
+        ports[f"i_user_port_axi_0_{name}"] = getattr(mem, name)
+    for name in ("wready", "bid", "bresp", "bvalid", "rdata", "rid", "rlast", "rresp",
+                 "rvalid"):
+        ports[f"o_user_port_axi_0_{name}"] = getattr(mem, name)
+    return ports
 
 
 class Ulx3sTop(Elaboratable):
@@ -142,37 +178,15 @@ class Ulx3sTop(Elaboratable):
         m.submodules.soc = soc
         init_done = Signal()
         init_error = Signal()
-        mem, ctrl = soc.mem, soc.memctrl
-        bits = core.address_bits
         ports = {
-            "i_clk": ClockSignal("sync"), "i_rst": ResetSignal("sync"),
-            "o_init_done": init_done, "o_init_error": init_error,
+            **controller_ports(soc, core.address_bits, init_done=init_done,
+                               init_error=init_error),
+            "i_rst": ResetSignal("sync"),
             "o_sdram_a": sdram.a.io, "o_sdram_ba": sdram.ba.io, "o_sdram_cas_n": sdram.cas.io,
             "o_sdram_cke": sdram.clk_en.io, "o_sdram_cs_n": sdram.cs.io,
             "o_sdram_dm": sdram.dqm.io, "io_sdram_dq": sdram.dq.io,
             "o_sdram_ras_n": sdram.ras.io, "o_sdram_we_n": sdram.we.io,
-            "i_wb_ctrl_adr": Cat(ctrl.adr, Const(0, 30 - len(ctrl.adr))),
-            "i_wb_ctrl_dat_w": ctrl.dat_w,
-            "o_wb_ctrl_dat_r": ctrl.dat_r, "i_wb_ctrl_sel": ctrl.sel, "i_wb_ctrl_cyc": ctrl.cyc,
-            "i_wb_ctrl_stb": ctrl.stb, "i_wb_ctrl_we": ctrl.we, "i_wb_ctrl_cti": ctrl.cti,
-            "i_wb_ctrl_bte": ctrl.bte, "o_wb_ctrl_ack": ctrl.ack, "o_wb_ctrl_err": ctrl.err,
         }
-        for ch in ("ar", "aw"):
-            ports.update({
-                f"i_user_port_axi_0_{ch}addr": getattr(mem, f"{ch}addr")[:bits],
-                f"i_user_port_axi_0_{ch}burst": getattr(mem, f"{ch}burst"),
-                f"i_user_port_axi_0_{ch}id": getattr(mem, f"{ch}id"),
-                f"i_user_port_axi_0_{ch}len": getattr(mem, f"{ch}len"),
-                # AXI4 has 3 size bits; LiteDRAM declares 4
-                f"i_user_port_axi_0_{ch}size": Cat(getattr(mem, f"{ch}size"), Const(0, 1)),
-                f"i_user_port_axi_0_{ch}valid": getattr(mem, f"{ch}valid"),
-                f"o_user_port_axi_0_{ch}ready": getattr(mem, f"{ch}ready"),
-            })
-        for name in ("wdata", "wlast", "wstrb", "wvalid", "bready", "rready"):
-            ports[f"i_user_port_axi_0_{name}"] = getattr(mem, name)
-        for name in ("wready", "bid", "bresp", "bvalid", "rdata", "rid", "rlast", "rresp",
-                     "rvalid"):
-            ports[f"o_user_port_axi_0_{name}"] = getattr(mem, name)
         m.submodules.sdram_core = Instance("litedram_core", **ports)
 
         # the host link and the LEDs

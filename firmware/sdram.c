@@ -13,6 +13,8 @@ uint32_t sdram_init(void) {
     sdram_dfii_control_write(0);
     init_sequence();
     sdram_dfii_control_write(DFII_CONTROL_SEL);
+    /* the controller's user port (the SoC's memory port) waits for this */
+    ddrctrl_init_done_write(1);
     /* a few words across the memory: a write and a read back of each */
     uint32_t ok = 1;
     for (uint32_t a = 0; a < DRAM_BYTES; a += DRAM_BYTES / 16) {
@@ -22,7 +24,6 @@ uint32_t sdram_init(void) {
     for (uint32_t a = 0; a < DRAM_BYTES; a += DRAM_BYTES / 16) {
         if (*(volatile uint32_t *)dram(a) != (a ^ 0x5A5AA5A5u)) ok = 0;
     }
-    ddrctrl_init_done_write(1);
     ddrctrl_init_error_write(!ok);
     return ok;
 }

@@ -44,23 +44,29 @@ def soc_design(soc=DEFAULT_SOC):
     return Design("soc", "hdl.soc.soc:soc", soc.as_dict())
 
 
-def _digest(verilog, trace):
+def _digest(verilog, trace, sources, cflags):
     hasher = hashlib.sha256(verilog.read_bytes())
+    for source in sources:
+        hasher.update(Path(source).read_bytes())
     hasher.update(HARNESS.read_bytes())
-    hasher.update(" ".join([*_VERILATOR_FLAGS, _CXX_FLAGS, str(trace)]).encode())
+    hasher.update(" ".join([*_VERILATOR_FLAGS, cflags, str(trace)]).encode())
     return hasher.hexdigest()[:16]
 
 
-def build_simulator(soc=DEFAULT_SOC, *, trace=False, log=None):
+def build_simulator(soc=DEFAULT_SOC, *, design=None, sources=(), board=False, trace=False,
+                    log=None):
     """Path of the Verilated SoC simulator of ``soc`` (built if not cached; a first build takes
-    minutes). ``log`` receives progress lines."""
+    minutes). ``design``: another top level (a :class:`sim.runner.Design` named ``soc``) with
+    extra Verilog ``sources``; ``board``: the top has no external-memory port (the harness is
+    built with ``TESSERA_BOARD``). ``log`` receives progress lines."""
     start = time.monotonic()
     if log:
         log("generating the SoC's Verilog")
-    verilog = soc_design(soc).verilog()
+    verilog = (design or soc_design(soc)).verilog()
+    cflags = _CXX_FLAGS + (" -DTESSERA_BOARD" if board else "")
     # keyed by the Verilog's contents: a change of the Python sources that leaves the netlist
     # alone costs the Verilog's generation, not Verilator's build
-    directory = BUILD_ROOT / "soc" / f"soc-{_digest(verilog, trace)}"
+    directory = BUILD_ROOT / "soc" / f"soc-{_digest(verilog, trace, sources, cflags)}"
     binary = directory / "soc_sim"
     with _locked(directory):
         if binary.exists():
@@ -69,8 +75,9 @@ def build_simulator(soc=DEFAULT_SOC, *, trace=False, log=None):
             log(f"building the SoC simulator with Verilator (cached in {directory}; "
                 "a few minutes)")
         command = ["verilator", "--cc", "--exe", "--build", "-j", "2", str(verilog),
-                   str(HARNESS), "--top-module", "soc", "--Mdir", str(directory / "obj"),
-                   "-o", str(binary), "-CFLAGS", _CXX_FLAGS, *_VERILATOR_FLAGS]
+                   *map(str, sources), str(HARNESS), "--top-module", "soc",
+                   "--Mdir", str(directory / "obj"), "-o", str(binary), "-CFLAGS", cflags,
+                   *_VERILATOR_FLAGS]
         if trace:
             command.append("--trace")
         result = subprocess.run(command, capture_output=True, text=True, env=tool_env())

@@ -232,19 +232,36 @@ def board_firmware(soc, *, uart_divisor=None, extra_headers=None, log=None):
 
 
 @contextlib.contextmanager
-def simulated_board(soc, *, log=None, max_cycles=10**10):
-    """The SoC of ``soc`` on Verilator running the board monitor, its UART on a
-    pseudo-terminal: yields the terminal's path (a serial port for :class:`BoardLink`). The
-    firmware boots from the boot block the way the SoC simulation loads it; on a board it is
-    in the on-chip RAM of the bitstream."""
+def simulated_board(soc, *, level="soc", log=None, max_cycles=10**10):
+    """A simulated board running the board monitor on Verilator, its UART on a
+    pseudo-terminal: yields the terminal's path (a serial port for :class:`BoardLink`).
+
+    ``level="soc"``: the SoC of ``soc`` with the SoC simulation's memory model; the firmware
+    boots from the boot block as the SoC simulation loads it. ``level="board"``: the ULX3S
+    build's top level (``boards.board_sim``; ``soc`` must be ``board_soc_config(...)``'s): the
+    monitor in on-chip RAM, the SDRAM initialised through LiteDRAM's controller and its model
+    of the chip."""
     import serial
 
     from sim.soc_sim import boot_block, build_simulator, start_soc
 
-    firmware = board_firmware(soc, uart_divisor=SIM_UART_DIVISOR, log=log)
-    binary = build_simulator(soc, log=log)
-    with start_soc(binary, [(0, boot_block(firmware.read_bytes()))], soc=soc,
-                   divisor=SIM_UART_DIVISOR, max_cycles=max_cycles, pty=True) as session:
+    if level == "board":
+        from boards.board_sim import build_board_simulator
+
+        binary, config = build_board_simulator(soc.accelerators, clock_hz=soc.clock_hz,
+                                               uart_divisor=SIM_UART_DIVISOR, log=log)
+        if config != soc:
+            raise ValueError("the board-level simulation runs the board's build: give "
+                             "boards.ulx3s.board_soc_config(...)")
+        loads = []
+    elif level == "soc":
+        firmware = board_firmware(soc, uart_divisor=SIM_UART_DIVISOR, log=log)
+        binary = build_simulator(soc, log=log)
+        loads = [(0, boot_block(firmware.read_bytes()))]
+    else:
+        raise ValueError(f"level must be soc or board, not {level!r}")
+    with start_soc(binary, loads, soc=soc, divisor=SIM_UART_DIVISOR, max_cycles=max_cycles,
+                   pty=True) as session:
         # a board is up long before its user speaks; the simulated one boots now: wait for
         # the monitor's banner line
         with serial.Serial(session.pty, timeout=1) as port:

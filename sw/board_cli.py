@@ -4,8 +4,9 @@ bitstreams.
 ``tessera board run MODEL --port /dev/ttyUSB0``  compile MODEL for the board's build, load it
     and a seeded random input over the UART, run it, read the output and every layer's
     counters, and check them against the golden model.
-``tessera board run MODEL --sim``  the same against the simulated board (the SoC on Verilator
-    with its UART on a pseudo-terminal).
+``tessera board run MODEL --sim [soc|board]``  the same against a simulated board (the SoC, or
+    the ULX3S build's top level with LiteDRAM and its SDRAM model, on Verilator with its UART
+    on a pseudo-terminal).
 ``tessera board program``  load the bitstream of ``make bitstream`` with openFPGALoader.
 """
 
@@ -19,7 +20,7 @@ __all__ = ["add_parser"]
 def _soc(args):
     from hls_ref.config import DEFAULT_SOC, SocConfig
 
-    if args.sim:
+    if args.sim == "soc":
         builds = {"default": DEFAULT_SOC, "cpu": SocConfig(accelerators=())}
         return builds[args.soc]
     from boards.ulx3s import board_soc_config
@@ -67,7 +68,7 @@ def cmd_board_run(args):
         x, _ = _load_input(graph, args.input, args.seed)
         golden = run_golden(image, x, graph=graph)
         if args.sim:
-            with simulated_board(soc, log=log) as port, BoardLink(
+            with simulated_board(soc, level=args.sim, log=log) as port, BoardLink(
                     port, timeout=args.timeout, run_timeout=args.run_timeout) as board:
                 run = run_board(board, image, x, log=log)
                 board.exit(0)
@@ -110,9 +111,11 @@ def add_parser(commands):
     run.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder) or a "
                                    ".tflite file")
     run.add_argument("--port", help="the board's serial port (e.g. /dev/ttyUSB0)")
-    run.add_argument("--sim", action="store_true",
-                     help="the simulated board (the SoC on Verilator, its UART on a "
-                          "pseudo-terminal)")
+    run.add_argument("--sim", nargs="?", const="soc", choices=["soc", "board"],
+                     help="a simulated board, its UART on a pseudo-terminal: soc (default), "
+                          "the SoC with the SoC simulation's memory model; board, the ULX3S "
+                          "build's top level with LiteDRAM's controller and its model of the "
+                          "SDRAM (boots from on-chip RAM, initialises the SDRAM)")
     run.add_argument("--soc", default="default", choices=["default", "cpu"],
                      help="the SoC build the board runs (default: with the accelerators)")
     run.add_argument("--clock-mhz", type=int, default=50,

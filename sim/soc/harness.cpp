@@ -1,5 +1,7 @@
 // Verilator harness of the Tessera SoC (hdl/soc/soc.py): the external memory as an AXI4
 // subordinate, the UART's receiver, the exit and progress words. Built and run by sim/soc_sim.py.
+// Built with -DTESSERA_BOARD for the board-level top (boards/board_sim.py), whose memory is
+// inside it: then only the UART, exit and progress words are used.
 //
 // Usage: soc_sim JOB
 // JOB is a text file of commands, one per line:
@@ -49,7 +51,20 @@
 #include "verilated_vcd_c.h"
 #endif
 
+#ifdef TESSERA_BOARD
+// The board-level top (boards/board_sim.py) has no external-memory port: its SDRAM controller
+// and LiteDRAM's model of the chip are inside. The memory model below sees a port that never
+// asks for anything.
+struct IdlePort {
+    uint64_t araddr, awaddr, rdata, wdata;
+    unsigned arlen, arsize, arid, arvalid, arready, awlen, awsize, awid, awvalid, awready;
+    unsigned wvalid, wready, wstrb, rvalid, rid, rresp, rlast, rready;
+    unsigned bvalid, bid, bresp, bready;
+} idle_port{};
+#define MEM(x) idle_port.x
+#else
 #define MEM(x) top->mem___05F##x
+#endif
 
 namespace {
 
