@@ -89,6 +89,10 @@ class PerDevice(dict):
     device name -> value. A block is defined only on the devices its mappings name."""
 
 
+#: The smallest SoC for the iCE40UP5K (the iCEBreaker): 8 KiB of firmware RAM in block RAM,
+#: the smallest caches.
+ICE40_SOC = SocConfig(accelerators=(), ram_bytes=8192, cache_bytes=1024)
+
 #: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description,
 #: whether multipliers may use DSP blocks). Parameters and description may be
 #: :class:`PerDevice`.
@@ -147,10 +151,16 @@ BLOCKS = {
            PerDevice({"ecp5-85f": {"config": FC_CONFIG.as_dict()}}),
            f"FC accelerator: the socket and the FC datapath ({FC_CONFIG.fc.pes} PEs of "
            f"{FC_CONFIG.fc.st_units} ST units, batches of {FC_CONFIG.fc.max_batch})", True),
-    "soc_cpu": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict()}),
-                f"SoC without accelerators: Minerva RV32IM (icache), "
-                f"{SocConfig().ram_bytes // 1024} KiB RAM, UART, system controller, AXI4 "
-                f"interconnect", True),
+    "soc_cpu": ("hdl.soc.soc:soc",
+                PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict(),
+                           "ice40-up5k": ICE40_SOC.as_dict()}),
+                PerDevice({"ecp5-85f": f"SoC without accelerators: Minerva RV32IM (icache), "
+                                       f"{SocConfig().ram_bytes // 1024} KiB RAM, UART, system "
+                                       f"controller, AXI4 interconnect",
+                           "ice40-up5k": f"SoC without accelerators: Minerva RV32IM (1 KiB "
+                                         f"icache), {ICE40_SOC.ram_bytes // 1024} KiB RAM, "
+                                         f"UART, system controller, AXI4 interconnect"}),
+                True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + the 16-PE conv2d accelerator (DEFAULT_SOC)", True),
     "nve": ("hdl.nve:nve",
