@@ -154,10 +154,17 @@ class StoreUnit(wiring.Component):
 
         depth = _FIFO_DEPTH
         credits = Signal(range(depth + 1), init=depth)
+        # ``credits != 0``, kept as a register of its own: ``issue`` then is the AND of two
+        # flip-flops, not the end of a comparison, in front of everything that steps with it
+        # (a compare of the counter in front of ``issue`` headed the unit's longest path).
+        # After this cycle credits stay nonzero when one is returned, when two or more are
+        # left, or when one is left and none is taken.
+        credits_ok = Signal(init=1)
         issue = Signal()                         # an element is decided this cycle
         popped = Signal()                        # the packer takes an element from the FIFO
-        m.d.comb += issue.eq(have & (credits != 0))
-        m.d.sync += credits.eq(credits - issue + popped)
+        m.d.comb += issue.eq(have & credits_ok)
+        m.d.sync += [credits.eq(credits - issue + popped),
+                     credits_ok.eq(popped | (credits >= 2) | ((credits == 1) & ~have))]
 
         # Whether k, col and out_row are at their last values is a register of each, kept up
         # to date as they step (cfg holds still until done): a comparison in front of the
@@ -244,15 +251,21 @@ class StoreUnit(wiring.Component):
             rq.i.payload.eq(element),
             rq.o.ready.eq(1),
         ]
+        # The lane of the segment after this element, and whether this element moves to it,
+        # are decided from registers alone (the loop flags, the lanes and cfg), so that
+        # ``issue`` meets them only in front of seg_lane's flip-flops. The last pixel moves
+        # too; nothing reads seg_lane after it until the next start sets it.
+        seg_step = last_k & (last_col | cfg.pixel_segments)
+        seg_next = Mux(last_col, next_row_lane, (seg_lane + cfg.pixel_step)[:3])
+        with m.If(issue & seg_step):
+            m.d.sync += seg_lane.eq(seg_next)
         with m.If(issue):
             m.d.sync += k.eq(k + 1)
             with m.If(last_k):
                 m.d.sync += [k.eq(0), pixel.eq(pixel + 1), col.eq(col + 1)]
-                with m.If(flags.flush):
-                    m.d.sync += seg_lane.eq(flags.lane)
                 with m.If(last_col):
                     m.d.sync += [col.eq(0), out_row.eq(out_row + 1),
-                                 row_lane.eq(next_row_lane), seg_lane.eq(next_row_lane)]
+                                 row_lane.eq(next_row_lane)]
                 with m.If(last_pixel):
                     m.d.sync += have.eq(0)
 
