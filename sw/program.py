@@ -25,6 +25,7 @@ from hls_ref.descriptor import (
     OUT_WIDTH_CODES,
     Descriptor,
     Op,
+    input_mode,
     write_descriptors,
 )
 from hls_ref.formats import TensorLayout, conv_weight_blob, fc_stream_blob
@@ -32,7 +33,8 @@ from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel
 
-__all__ = ["Program", "ProgramError", "compiler_program", "conv2d_program", "fc_program"]
+__all__ = ["Program", "ProgramError", "compiler_program", "conv2d_program", "fc_program",
+           "pointwise_view"]
 
 OUT_WIDTH_CODE = {bits: code for code, bits in OUT_WIDTH_CODES.items()}
 _ALIGN = 64
@@ -175,6 +177,17 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
             blobs[b0, i0] = image.place(f"weights[{b0}:{b1},{i0}:{i1}]", blob)
     out_addr = image.reserve("output", out_layout.bytes)
 
+    # A strided 1x1 convolution without padding reads only every stride-th pixel of every
+    # stride-th row: its commands address that subsampled view of the input (row and pixel
+    # strides scaled by the layer's) as a stride-1 convolution, so that the DMA loads only
+    # the pixels the PEs use.
+    view = pointwise_view(command, in_layout)
+    if view:
+        in_row_stride, in_pixel_stride = sh * in_layout.row_stride, sw * in_layout.channel_stride
+        d_sh, d_sw, d_w = 1, 1, wo
+    else:
+        in_row_stride, in_pixel_stride = in_layout.row_stride, in_layout.channel_stride
+        d_sh, d_sw, d_w = sh, sw, w
     descriptors = []
     for b0, b1 in out_blocks:
         if (b0 * ob) % 8:
@@ -183,23 +196,39 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
         # the block holding the last channel also writes the layout's channel filler
         seg = (out_layout.channel_stride - b0) if b1 == o else b1 - b0
         for r0, r1 in tile_bounds(row_splits, ho):
-            in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), h, kh, sh, top, bottom)
+            if view:
+                in_r0, in_r1, t_top, t_bottom = r0 * sh, r0 * sh + (r1 - r0), 0, 0
+                rows = r1 - r0
+            else:
+                in_r0, in_r1, t_top, t_bottom = row_tile((r0, r1), h, kh, sh, top, bottom)
+                rows = in_r1 - in_r0
             for k, (i0, i1) in enumerate(in_tiles):
                 descriptors.append(Descriptor(
                     op=Op.CONV2D, precision=p.value, out_width=OUT_WIDTH_CODE[ob],
                     acc_flag=int(k > 0), q_flag=int(k == len(in_tiles) - 1), relu=int(relu),
-                    kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw,
+                    kernel_h=kh, kernel_w=kw, stride_h=d_sh, stride_w=d_sw,
                     pad_top=t_top, pad_bottom=t_bottom, pad_left=left, pad_right=right,
                     pad_value=int(command.pad_value),
-                    in_h=in_r1 - in_r0, in_w=w, in_c=i1 - i0, out_c=b1 - b0,
+                    in_h=rows, in_w=d_w, in_c=i1 - i0, out_c=b1 - b0,
                     in_addr=in_addr + in_layout.element_index(in_r0, 0, i0) * bits // 8,
-                    in_row_stride=in_layout.row_stride,
-                    in_pixel_stride=in_layout.channel_stride,
+                    in_row_stride=in_row_stride,
+                    in_pixel_stride=in_pixel_stride,
                     out_pixel_stride=out_layout.channel_stride,
                     w_addr=blobs[b0, i0], q_addr=qblocks[b0],
                     out_addr=out_addr + out_layout.element_index(r0, 0, b0) * ob // 8,
                     out_row_stride=out_layout.row_stride, out_seg=seg))
     return image.program(seed, desc_addr, descriptors, out_addr, out_layout, config)
+
+
+def pointwise_view(command, in_layout):
+    """Whether a conv command is a strided 1x1 convolution without padding whose input pixels
+    span whole 16-bit words: then :func:`conv2d_program` addresses the input's subsampled
+    view as a stride-1 convolution (scaled row and pixel strides) and loads only the pixels
+    used; :func:`compiler_program` tiles it as that convolution."""
+    p = Precision.parse(command.precision)
+    return (tuple(command.kernel) == (1, 1) and tuple(command.stride) != (1, 1)
+            and not any(command.padding)
+            and input_mode(p, in_layout.channel_stride) == "words")
 
 
 def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name="layer",
@@ -229,6 +258,11 @@ def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name
     wo = (w + left + right - kw) // sw + 1
     layer = Layer(name, "conv", ("input",), (h, w, c), (ho, wo, o), (kh, kw), (sh, sw),
                   Padding(top, bottom, left, right))
+    if pointwise_view(command, TensorLayout(h, w, c, Precision.parse(command.precision)
+                                            .act_bits)):
+        # its commands load the subsampled view (see conv2d_program): tile that
+        layer = Layer(name, "conv", ("input",), (ho, wo, c), (ho, wo, o), (1, 1), (1, 1),
+                      Padding(0, 0, 0, 0))
     capacity = Capacity(config, command.precision, command.out_bits)
     tiling = optimal_tiling(layer, capacity, DEFAULT_COST)
     if min_row_tiles is None:

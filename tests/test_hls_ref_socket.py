@@ -18,7 +18,7 @@ from hls_ref.descriptor import (
 )
 from hls_ref.dma import DmaRequest, dma_request
 from hls_ref.registers import MAGIC, Access, register_map
-from hls_ref.socket import SocketModel
+from hls_ref.socket import SocketModel, load_requests
 from sw.fixtures import random_conv, random_splits
 from sw.program import ProgramError, conv2d_program
 
@@ -108,6 +108,42 @@ def test_random_tiled_layers_are_exact(config, precision, out_bits):
         assert status.tiles == program.count
         np.testing.assert_array_equal(program.output(memory), want)
         assert not len(changed_outside(program.memory, memory, program))
+
+
+@pytest.mark.parametrize("precision", list(Precision), ids=lambda p: p.label)
+def test_strided_pointwise_layers_load_only_the_pixels_used(precision):
+    """A 1x1 convolution of stride 2 without padding is addressed as a stride-1 one over the
+    input's subsampled view: exact, and it reads a quarter of the input the strided
+    descriptors read (every other row and pixel)."""
+    rng = np.random.default_rng([precision.value, 11])
+    cin = 4 * precision.lanes            # whole 16-bit words per pixel
+    for stride, size in (((2, 2), (9, 12)), ((2, 1), (8, 5)), ((1, 2), (3, 7))):
+        x, weights, qb, cmd, want = random_conv(rng, precision, 8, cin=cin, cout=20,
+                                                kernel=(1, 1), size=size, stride=stride,
+                                                pad=(0, 0, 0, 0))
+        program = conv2d_program(x, weights, qb, cmd, row_splits=(2,),
+                                 in_splits=(2 * precision.lanes,))
+        assert all((d.stride_h, d.stride_w) == (1, 1) for d in program.descriptors)
+        memory, status = program.run_golden()
+        assert status.done and not status.error, status
+        np.testing.assert_array_equal(program.output(memory), want)
+        assert not len(changed_outside(program.memory, memory, program))
+        # the input bytes the same commands would load with the layer's stride over whole
+        # rows of the input
+        h, w = size
+
+        def input_bytes(d, config=program.config):
+            x_req = load_requests(d, config)[0]
+            return x_req.seg_bytes * x_req.inner_count * x_req.outer_count
+
+        view = sum(input_bytes(d) for d in program.descriptors)
+        strided = sum(input_bytes(replace(
+            d, stride_h=stride[0], stride_w=stride[1], in_w=w,
+            in_h=(d.in_h - 1) * stride[0] + 1, in_row_stride=d.in_row_stride // stride[0],
+            in_pixel_stride=d.in_pixel_stride // stride[1])) for d in program.descriptors)
+        used = -(-h // stride[0]) * -(-w // stride[1]) * cin * precision.act_bits // 8
+        assert view == used * 2           # two output-channel blocks of 16 PEs
+        assert strided > view
 
 
 def test_narrow_inputs_and_byte_rounded_rows():
