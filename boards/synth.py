@@ -27,12 +27,17 @@ from hls_ref.config import (
     DSP_BUDGET_CONFIG,
     FC_CONFIG,
     ICE40_CONFIG,
+    AcceleratorConfig,
+    DepthwiseConfig,
     SocConfig,
 )
 from sim.results import write_results_section
 from sim.toolchain import BUILD_ROOT, tool_env
 
 from .harness import SynthHarness
+
+#: The per-channel block's build: 4 lanes (Yosys ran out of call stack on the 16-lane core).
+PERCHANNEL_L4_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=4))
 
 __all__ = ["BLOCKS", "DEVICES", "PerDevice", "SynthResult", "block_setup", "synthesize"]
 
@@ -151,6 +156,11 @@ BLOCKS = {
            PerDevice({"ecp5-85f": {"config": FC_CONFIG.as_dict()}}),
            f"FC accelerator: the socket and the FC datapath ({FC_CONFIG.fc.pes} PEs of "
            f"{FC_CONFIG.fc.st_units} ST units, batches of {FC_CONFIG.fc.max_batch})", True),
+    "perchannel_l4": ("hdl.accelerator:accelerator",
+                      PerDevice({"ecp5-85f": {"config": PERCHANNEL_L4_CONFIG.as_dict()}}),
+                      "per-channel accelerator: the socket and the per-channel datapath (4 "
+                      "lanes of DSP-built PEs, input PLM of 1024 pixels, output buffer of 256)",
+                      True),
     "soc_cpu": ("hdl.soc.soc:soc",
                 PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict(),
                            "ice40-up5k": ICE40_SOC.as_dict()}),
