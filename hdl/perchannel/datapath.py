@@ -143,6 +143,7 @@ class PerChannelDatapath(wiring.Component):
         rec = Signal(layout, reset_less=True)       # the command being checked and loaded
         cur = Signal(layout, reset_less=True)       # the command in the back end
         back_busy = Signal()
+        compute_free = Signal()                     # the back end computes nothing
         pool_pending = Signal()                     # a pool's partial sums wait
 
         # --- checks and geometry ------------------------------------------------------------
@@ -290,10 +291,11 @@ class PerChannelDatapath(wiring.Component):
                 ]
                 m.next = "WAIT"
             with m.State("WAIT"):
-                # the previous command must have been stored (one set of PLMs)
+                # the previous command must have been computed (one input PLM and weight
+                # set; its store keeps a copy of its requantization)
                 with m.If(self.stop):
                     m.next = "IDLE"
-                with m.Elif(~back_busy & ~go):
+                with m.Elif(compute_free):
                     m.d.sync += [req_valid.eq(1), phase_b.eq(0), w_beat.eq(0)]
                     m.next = "LOAD_2"
             with m.State("LOAD_2"):
@@ -319,14 +321,16 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(~req_valid & self.rd_idle):
                     m.next = "SETTLE"
             with m.State("SETTLE"):
-                # the loader writes a pixel the cycle after its last beat
-                m.next = "VERDICT"
+                # the loader writes a pixel the cycle after its last beat; the back end takes
+                # the command once the previous one is stored
+                with m.If(~back_busy):
+                    m.next = "VERDICT"
             with m.State("VERDICT"):
                 m.next = "IDLE"
                 with m.If(~verdict_fail):
                     m.d.sync += [cur.eq(rec), pool_pending.eq(pool)]
 
-        started_loads = front.ongoing("WAIT") & ~self.stop & ~back_busy & ~go
+        started_loads = front.ongoing("WAIT") & ~self.stop & compute_free
         deciding = front.ongoing("VERDICT")
         refused = front.ongoing("CODE") & (checks.code != 0)
         stopped = front.ongoing("WAIT") & self.stop
@@ -462,14 +466,17 @@ class PerChannelDatapath(wiring.Component):
         width_min = Mux(cur.store.out_bits == 0, -8, Mux(cur.store.out_bits == 1, -128, -32768))
         width_max = Mux(cur.store.out_bits == 0, 7, Mux(cur.store.out_bits == 1, 127, 32767))
         low = Mux(cur.relu & (q.zero_point > q.act_min), q.zero_point, q.act_min)
-        m.d.sync += [store.q.zero_point.eq(q.zero_point),
-                     store.q.low.eq(Mux(low > width_min, low, width_min)),
-                     store.q.high.eq(Mux(q.act_max < width_max, q.act_max, width_max))]
-        for lane in range(lanes):
-            m.d.sync += [
-                store.q.multiplier[lane].eq(Mux(cur_add, q.multiplier[2], q.multiplier[lane])),
-                store.q.shift[lane].eq(Mux(cur_add, q.shift[2], q.shift[lane])),
-            ]
+        # (copied as the command's compute ends: the next command's block may then load)
+        with m.If(back.ongoing("DONE")):
+            m.d.sync += [store.q.zero_point.eq(q.zero_point),
+                         store.q.low.eq(Mux(low > width_min, low, width_min)),
+                         store.q.high.eq(Mux(q.act_max < width_max, q.act_max, width_max))]
+            for lane in range(lanes):
+                m.d.sync += [
+                    store.q.multiplier[lane].eq(Mux(cur_add, q.multiplier[2],
+                                                    q.multiplier[lane])),
+                    store.q.shift[lane].eq(Mux(cur_add, q.shift[2], q.shift[lane])),
+                ]
         answered = back.ongoing("RESPONSE") & self.wr_done.valid
         m.d.comb += [
             store.start.eq(st_go), store.cfg.eq(cur.store),
@@ -482,6 +489,8 @@ class PerChannelDatapath(wiring.Component):
             self.retire.eq((back.ongoing("DONE") & ~cur.q_flag)
                            | (answered & ~self.wr_done.payload.err)),
             back_busy.eq(~back.ongoing("IDLE")),
+            compute_free.eq(back.ongoing("IDLE") | back.ongoing("STORE")
+                            | back.ongoing("RESPONSE")),
             self.busy.eq(~back.ongoing("IDLE") | go),
         ]
         return m
