@@ -166,8 +166,8 @@ def _section(table):
         "the accelerator's own counters (one list per layer). MACs = outputs x channels x "
         "kernel taps (a pool: its inputs); utilisation = MACs / (cycles x lanes x products per "
         "ST operation); core utilisation: the same over the cycles from the first to the last "
-        "MAC; idle = cycles in that span without a MAC. Commands run one after another (the "
-        "next command's loads wait for the previous store), so loads and stores are not "
-        "hidden. Bit-exact: the memory image and counters equal the golden model's and the "
+        "MAC; idle = cycles in that span without a MAC. A command's loads overlap the "
+        "previous command's store; its compute waits for that store (one output buffer). "
+        "Bit-exact: the memory image and counters equal the golden model's and the "
         "golden output equals the golden network run's (itself LiteRT-exact).", "",
         table])

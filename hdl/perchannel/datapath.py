@@ -8,7 +8,7 @@ It implements :class:`hdl.socket.signature.DatapathSignature` with the blocks of
    rule's code (``hls_ref.perchannel.check``), then the command's geometry and DMA requests
    are registered over a few cycles (the golden model's merged segments, so that the byte
    counts agree);
-2. **loads** -- once the previous command has been stored, three requests back to back
+2. **loads** -- once the previous command's compute has ended, three requests back to back
    (tags 1-3, ``hls_ref.perchannel.load_requests``): the input tile through
    :class:`~hdl.perchannel.loader.PixelLoader` into the input PLM (two memories by row
    parity), then the weight blob into the weight registers, or an add's input B through the
@@ -24,8 +24,9 @@ It implements :class:`hdl.socket.signature.DatapathSignature` with the blocks of
 5. **store** -- conv2d's :class:`hdl.store.StoreUnit` requantizes and packs the tile (an add's
    output entry scales every lane), and the command retires when its write completes.
 
-Commands do not overlap: the loads of one wait until the previous one has been stored. The
-socket still fetches and checks the next descriptor meanwhile.
+A command's loads overlap the previous command's store (which keeps a copy of its
+requantization); its compute waits for that store (one output buffer). The socket fetches and
+checks the next descriptor meanwhile.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
