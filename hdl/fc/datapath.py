@@ -32,7 +32,7 @@ from ..params import address_bits
 from ..socket.signature import DatapathSignature
 from .core import FCCore
 from .front import TAG_BITS, TAG_INPUT, TAG_QUANT, TAG_WEIGHTS, FCFrontEnd, fc_command_layout
-from .loaders import FCInputLoader, FCQuantLoader
+from .loaders import FCInputLoader, FCQuantLoader, fc_quant_layout
 from .store import FCStore, fc_store_config_layout, fc_store_quant_layout
 from .weights import WeightRows
 
@@ -205,8 +205,10 @@ class FCDatapath(wiring.Component):
         m.d.comb += core.rows.valid.eq(rows.rows.valid), core.rows.payload.eq(rows.rows.payload)
         m.d.comb += rows.rows.ready.eq(core.rows.ready)
 
-        # the computed command's requantization, from its operand bank's registers
-        q = q_loader.q[comp.core.in_bank]
+        # the computed command's requantization, from its operand bank's registers (taken
+        # into a register first: the bank select and the clamp's compares are two paths)
+        q = Signal(fc_quant_layout(), reset_less=True)
+        m.d.sync += q.eq(q_loader.q[comp.core.in_bank])
         width_min = Mux(comp.store.out_bits == 0, -8, Mux(comp.store.out_bits == 1, -128,
                                                              -32768))
         width_max = Mux(comp.store.out_bits == 0, 7, Mux(comp.store.out_bits == 1, 127, 32767))
@@ -216,18 +218,18 @@ class FCDatapath(wiring.Component):
                      tile_q.low.eq(Mux(low > width_min, low, width_min)),
                      tile_q.high.eq(Mux(q.act_max < width_max, q.act_max, width_max))]
 
-        # the command goes to the store stage two cycles after it starts (when ``tile_q``
+        # the command goes to the store stage three cycles after it starts (when ``tile_q``
         # holds its block): the store runs behind the core, row by row, and its beats wait
         # in ``out_fifo`` for the command's verdict
         record_layout = _store_record_layout(fc.max_batch)
         record = data.View(record_layout, stores.w_data)
-        started = Signal(2)
-        m.d.sync += started.eq(Cat(go & ~drain, started[0]))
+        started = Signal(3)
+        m.d.sync += started.eq(Cat(go & ~drain, started[:-1]))
         handoff = comp_finished
         m.d.comb += [record.index.eq(comp.index), record.q_flag.eq(comp.q_flag),
                      record.store.eq(comp.store), record.store.acc_bank.eq(comp.core.acc_bank),
                      record.store_req.eq(comp.store_req), record.q.eq(tile_q),
-                     stores.w_en.eq(started[1])]
+                     stores.w_en.eq(started[-1])]
         with m.If(handoff):
             m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
         # per accumulator bank, the rows below ``written`` hold the current command's sums
