@@ -5,11 +5,14 @@ int8 pixels in ``ro``, valid from X+3 (stage R) until the next ``act``'s (so a M
 issued 2 cycles after the ``act``, which writes in its M stage, stores it:
 :data:`hls_ref.nve.isa.ACT_LATENCY`):
 
-* X: the half's 8 lanes; ``act.lo``/``act.hi``: ``t = (2 acc) >> SHIFT`` (33 bits, so
-  ``(t + 1) >> 1`` is ``acc / 2^SHIFT`` rounded half up); ``act.ps``: ``t = acc + R_k`` for the
-  digit ``k`` of the word (:data:`hls_ref.nve.numerics.PARTIAL_ROUNDING`);
+* when a ``setrb`` writes the hand-off register, a scaled copy ``t = (2 acc) >> SHIFT`` (33
+  bits, so ``(t + 1) >> 1`` is ``acc / 2^SHIFT`` rounded half up) is written with it: the
+  shifter works between the accumulators and that copy, off the path of an ``act``;
+* X: the half's 8 lanes, of the scaled copy (``act.lo``/``act.hi``) or of the hand-off
+  register itself (``act.ps``), registered;
 * M: LUT path: ``(t + 1) >> 1`` saturated to -512 ... 511, plus 512, addresses the lane's LUT
-  copy (each lane has its own: 8 reads per cycle); digit path: byte ``k`` of ``t``;
+  copy (each lane has its own: 8 reads per cycle); digit path: byte ``k`` of
+  ``acc + R_k`` for the digit ``k`` of the word (:data:`hls_ref.nve.numerics.PARTIAL_ROUNDING`);
 * W: the byte of each LUT copy's 32-bit word that the index selects is registered (the block
   RAM's output is slow: its path ends at a register);
 * R: ``ro`` is those bytes or the digits.
@@ -20,7 +23,7 @@ reads. ``act.ps`` counts the partial-sum words of the visible hand-off: the coun
 when a ``setrb`` writes the hand-off register.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -65,6 +68,8 @@ class Activation(wiring.Component):
         The ``SHIFT`` setting.
     handoff : ``In(ArrayLayout(signed(32), lanes))``
         The hand-off register.
+    acc : ``In(ArrayLayout(signed(32), lanes))``
+        The accumulators: what the hand-off register takes when ``w_handoff`` is high.
     w_handoff : ``In(1)``
         The hand-off register is written at the end of this cycle.
     ro : ``Out(word_bits)``
@@ -83,6 +88,7 @@ class Activation(wiring.Component):
             "x_op": In(ActOpcode),
             "shift": In(MAX_SHIFT.bit_length()),
             "handoff": In(data.ArrayLayout(signed(ACC_BITS), config.lanes)),
+            "acc": In(data.ArrayLayout(signed(ACC_BITS), config.lanes)),
             "w_handoff": In(1),
             "ro": Out(config.word_bits),
             "lut_w_address": In(word_address), "lut_w_data": In(32),
@@ -96,12 +102,21 @@ class Activation(wiring.Component):
         n = config.act_lanes
         wide = ACC_BITS + 1
 
-        # ---- X: the half's lanes, shifted (LUT) or offset by the digit's rounding (digits)
+        # ---- the scaled copy of the hand-off register, written with it
+        scaled = Signal(data.ArrayLayout(signed(wide), config.lanes))
+        with m.If(self.clear):
+            m.d.sync += scaled.eq(0)
+        with m.Elif(self.w_handoff):
+            for j in range(config.lanes):
+                doubled = Signal(signed(wide), name=f"doubled{j}")
+                m.d.comb += doubled.eq(self.acc[j] << 1)
+                m.d.sync += scaled[j].eq(doubled >> self.shift)
+
+        # ---- X: the half's lanes, scaled (LUT) or as they are (digits)
         count = Signal(range(2 * PARTIAL_DIGITS))  # next partial-sum word of the hand-off
         ps = self.x_op == ActOpcode.PS
         half = (self.x_op == ActOpcode.HI) | (ps & count[0])
         digit = count[1:]
-        rounding = Array(Const(r, wide) for r in PARTIAL_ROUNDING)[digit]
         m_t = Signal(data.ArrayLayout(signed(wide), n))
         m_op = Signal(ActOpcode)
         m_digit = Signal.like(digit)
@@ -109,10 +124,8 @@ class Activation(wiring.Component):
             m.d.sync += [m_op.eq(ActOpcode.NOP), count.eq(0)]
         with m.Elif(self.en):
             for j in range(n):
-                lane = Mux(half, self.handoff[n + j], self.handoff[j])
-                doubled = Signal(signed(wide), name=f"doubled{j}")
-                m.d.comb += doubled.eq(lane << 1)
-                m.d.sync += m_t[j].eq(Mux(ps, lane + rounding, doubled >> self.shift))
+                m.d.sync += m_t[j].eq(Mux(ps, Mux(half, self.handoff[n + j], self.handoff[j]),
+                                          Mux(half, scaled[n + j], scaled[j])))
             m.d.sync += [m_op.eq(self.x_op), m_digit.eq(digit)]
             with m.If(self.w_handoff):
                 m.d.sync += count.eq(0)
@@ -120,6 +133,11 @@ class Activation(wiring.Component):
                 m.d.sync += count.eq(count + 1)
 
         # ---- M: LUT indices (read addresses) or the digit bytes
+        # (a Mux chain, not an Array: Icarus would not evaluate the Array's process before
+        # m_digit first changes)
+        rounding = Const(0, wide)
+        for k, r in enumerate(PARTIAL_ROUNDING):
+            rounding = Mux(m_digit == k, Const(r, wide), rounding)
         lut_read = self.en & ((m_op == ActOpcode.LO) | (m_op == ActOpcode.HI))
         w_select = Signal(data.ArrayLayout(2, n))
         w_digits = Signal(data.ArrayLayout(8, n))
@@ -136,13 +154,18 @@ class Activation(wiring.Component):
         for j in range(n):
             rounded = Signal(signed(ACC_BITS), name=f"rounded{j}")
             index = Signal(range(LUT_ENTRIES), name=f"index{j}")
+            summed = Signal(signed(wide), name=f"summed{j}")
+            # saturation by the bits above the index's (no comparator after the adder)
+            high = rounded[(_INDEX_LIMIT - 1).bit_length():]
+            negative = rounded[-1]
             m.d.comb += [
                 rounded.eq((m_t[j] + 1) >> 1),
-                index.eq(Mux(rounded >= _INDEX_LIMIT, LUT_ENTRIES - 1,
-                             Mux(rounded < -_INDEX_LIMIT, 0, rounded + _INDEX_LIMIT))),
+                index.eq(Mux(~negative & high.any(), LUT_ENTRIES - 1,
+                             Mux(negative & ~high.all(), 0, rounded ^ _INDEX_LIMIT))),
+                summed.eq(m_t[j] + rounding),
             ]
             with m.If(self.en & (m_op == ActOpcode.PS)):
-                m.d.sync += w_digits[j].eq(m_t[j].word_select(m_digit, 8))
+                m.d.sync += w_digits[j].eq(summed.word_select(m_digit, 8))
             with m.If(lut_read):
                 m.d.sync += w_select[j].eq(index[:2])
 

@@ -43,7 +43,8 @@ class Agu(wiring.Component):
     d_offset, d_update, d_mode : ``In(ArrayLayout(..., 2))``
         Its memory ops' fields (MEMA, MEMB).
     x_pc, x_valid : ``In(...)``
-        The instruction in X (``x_valid``: it executes, so its new updates are written).
+        The instruction in X (``x_valid``: one is there; its new updates are written, and
+        forwarded, also when it is killed by a fault: nothing after it executes).
     m_pc, m_valid : ``In(...)``
         The instruction in X in the previous enabled cycle and whether it wrote.
     inc, toggle : ``In(ArrayLayout(addr_bits, agu_modes - 1))``

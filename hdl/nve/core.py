@@ -228,19 +228,38 @@ class NveCore(wiring.Component):
             m.d.sync += [x_valid.eq(seq.d_valid), x_pc.eq(seq.d_pc), x_word.eq(seq.d_word)]
         m.d.comb += x_live.eq(x_valid & ~hz.fault)
 
-        def op(field, nop):
-            return Mux(x_live, getattr(x_word, field), nop)
+        def op(field, nop, valid=x_live):
+            return Mux(valid, getattr(x_word, field), nop)
 
+        # What a killed instruction (the faulting one and those behind it) does to the
+        # registers, the accumulators and the activation is never seen: every instruction
+        # ahead of it has retired before, and the next run starts cleared. Only its writes to
+        # the local buffer, the input and the output are suppressed: this keeps the fault
+        # off the paths of the wide units.
         x_mema, x_memb = op("mema_op", MemOpcode.NOP), op("memb_op", MemOpcode.NOP)
-        x_wreg, x_ireg = op("wreg_op", WregOpcode.NOP), op("ireg_op", IregOpcode.NOP)
-        x_vmac, x_act = op("vmac_op", VmacOpcode.NOP), op("act_op", ActOpcode.NOP)
+        x_wreg = op("wreg_op", WregOpcode.NOP, x_valid)
+        x_ireg = op("ireg_op", IregOpcode.NOP, x_valid)
+        x_vmac = op("vmac_op", VmacOpcode.NOP, x_valid)
+        x_act = op("act_op", ActOpcode.NOP, x_valid)
         x_take = x_mema == MemOpcode.WR  # takes an input word
-        x_out = (x_act != ActOpcode.NOP) & x_word.act_out
+        x_out = x_live & (x_word.act_op != ActOpcode.NOP) & x_word.act_out
 
+        # The stall (the enable of every stage) from registers only: whether the instruction
+        # in X needs an input word or an output place, decoded in D. (A killed instruction may
+        # stall a cycle: nothing of it is taken or counted.)
+        x_takes, x_outs = Signal(), Signal()
+        with m.If(stop | clear):
+            m.d.sync += [x_takes.eq(0), x_outs.eq(0)]
+        with m.Elif(en):
+            d_fields = layout(seq.d_word)
+            m.d.sync += [
+                x_takes.eq(seq.d_valid & (d_fields.mema_op == MemOpcode.WR)),
+                x_outs.eq(seq.d_valid & (d_fields.act_op != ActOpcode.NOP) & d_fields.act_out),
+            ]
         credits = Signal(range(OUTPUT_WORDS + 1))
         stall = Signal()
         m.d.comb += [
-            stall.eq((x_take & ~word_in.valid) | (x_out & (credits == 0))),
+            stall.eq((x_takes & ~word_in.valid) | (x_outs & (credits == 0))),
             en.eq(((state == _State.RUN) | (state == _State.DRAIN)) & ~stall),
         ]
 
@@ -253,7 +272,7 @@ class NveCore(wiring.Component):
         m.d.comb += [
             agu.en.eq(en), agu.f_pc.eq(seq.f_pc), agu.d_pc.eq(seq.d_pc),
             agu.d_first.eq(seq.d_first), agu.inc.eq(self.agu_inc),
-            agu.toggle.eq(self.agu_toggle), agu.x_pc.eq(x_pc), agu.x_valid.eq(x_live),
+            agu.toggle.eq(self.agu_toggle), agu.x_pc.eq(x_pc), agu.x_valid.eq(x_valid),
         ]
         d_word = layout(seq.d_word)
         for p, slot in enumerate(("mema", "memb")):
@@ -287,6 +306,7 @@ class NveCore(wiring.Component):
             *(vmac.ri[j].eq(ireg.ri[j]) for j in range(config.lanes)),
             actu.en.eq(en), actu.clear.eq(clear), actu.busy.eq(self.busy),
             actu.x_op.eq(x_act), actu.shift.eq(self.shift), actu.handoff.eq(vmac.handoff),
+            actu.acc.eq(vmac.acc),
             actu.w_handoff.eq(vmac.w_handoff),
             actu.lut_w_address.eq(self.lut_w_address), actu.lut_w_data.eq(self.lut_w_data),
             actu.lut_w_strobe.eq(self.lut_w_strobe), actu.lut_w_en.eq(self.lut_w_en),
