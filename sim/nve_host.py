@@ -91,7 +91,7 @@ class NveBench:
         self._written = {}  # register -> value last written
 
     async def reset(self):
-        cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns").start())
+        cocotb.start_soon(Clock(self.dut.clk, 10, unit="ns", impl="gpi").start(start_high=False))
         self.dut.rst.value = 1
         self.dut.i_stream__valid.value = 0
         self.dut.o_stream__ready.value = 0
@@ -115,11 +115,9 @@ class NveBench:
 
     async def write_lut(self, lut):
         """Write the 1024 LUT entries (int8), 4 per register."""
-        entries = [int(v) & 0xFF for v in lut]
-        for r in range(len(entries) // 4):
-            word = sum(entries[4 * r + k] << (8 * k) for k in range(4))
-            response = await self.master.write(HOST_LUT_OFFSET + 4 * r, word.to_bytes(4, "little"))
-            assert response.resp == AxiResp.OKAY
+        # one transfer of the whole window: the master issues its word writes back to back
+        response = await self.master.write(HOST_LUT_OFFSET, bytes(int(v) & 0xFF for v in lut))
+        assert response.resp == AxiResp.OKAY
         self._lut = tuple(int(v) for v in lut)
 
     async def settings(self, program):

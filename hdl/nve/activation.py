@@ -102,11 +102,11 @@ class Activation(wiring.Component):
         n = config.act_lanes
         wide = ACC_BITS + 1
 
-        # ---- the scaled copy of the hand-off register, written with it
+        # ---- the scaled copy of the hand-off register, written with it (not cleared with a
+        # new run, so that its only enable is the write: an act before the run's first setrb
+        # faults, and what it makes is never seen)
         scaled = Signal(data.ArrayLayout(signed(wide), config.lanes))
-        with m.If(self.clear):
-            m.d.sync += scaled.eq(0)
-        with m.Elif(self.w_handoff):
+        with m.If(self.w_handoff):
             for j in range(config.lanes):
                 doubled = Signal(signed(wide), name=f"doubled{j}")
                 m.d.comb += doubled.eq(self.acc[j] << 1)

@@ -257,9 +257,10 @@ class NveCore(wiring.Component):
                 x_outs.eq(seq.d_valid & (d_fields.act_op != ActOpcode.NOP) & d_fields.act_out),
             ]
         credits = Signal(range(OUTPUT_WORDS + 1))
+        no_credit = Signal(init=1)  # credits == 0, registered
         stall = Signal()
         m.d.comb += [
-            stall.eq((x_takes & ~word_in.valid) | (x_outs & (credits == 0))),
+            stall.eq((x_takes & ~word_in.valid) | (x_outs & no_credit)),
             en.eq(((state == _State.RUN) | (state == _State.DRAIN)) & ~stall),
         ]
 
@@ -359,10 +360,10 @@ class NveCore(wiring.Component):
             m.d.sync += kept_valid.eq(0)
         popped = self.o_stream.valid & self.o_stream.ready
         taken = en & x_out
-        with m.If(self.abort | clear):
-            m.d.sync += credits.eq(OUTPUT_WORDS)
-        with m.Else():
-            m.d.sync += credits.eq(credits + popped - taken)
+        credits_next = Signal.like(credits)
+        m.d.comb += credits_next.eq(Mux(self.abort | clear, OUTPUT_WORDS,
+                                        credits + popped - taken))
+        m.d.sync += [credits.eq(credits_next), no_credit.eq(credits_next == 0)]
 
         # ---- run control
         settings_ok = ((self.program_size >= 1) &

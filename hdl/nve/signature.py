@@ -6,13 +6,14 @@ so the trace logic also folds each record into a running signature, which the te
 once per run and compares with :func:`signature` of the simulator's records; only a run whose
 signatures differ is run again record by record to find the first difference.
 
-A record of ``n`` 64-bit chunks ``c_k`` (the last zero-padded) becomes
-``s = sum(c_k * M_k) mod 2^64`` with odd constants ``M_k``, and the signature
-``h = h * P + s mod 2^64`` (from 0). Any difference confined to one chunk changes ``s`` (an odd
-multiplier is invertible modulo 2^64); differences in several chunks cancel only for patterns
-as unlikely as a 2^-60 collision. Products and sums of whole vectors are what event-driven
-simulators (Icarus) evaluate cheaply: a CRC's parity trees over single bits cost them far more
-than the design itself.
+A record of ``n`` 32-bit chunks ``c_k`` (the last zero-padded) becomes
+``s = sum(c_k * M_k) mod 2^64`` with odd 32-bit constants ``M_k``, and the signature
+``h = h * P + s mod 2^64`` (from 0). Any difference confined to one chunk changes ``s`` (each
+product is exact and an odd multiplier is invertible); differences in several chunks cancel
+only for patterns as unlikely as a 2^-60 collision. Products and sums of whole vectors are
+what event-driven simulators (Icarus) evaluate cheaply, as long as no result is wider than 64
+bits (Icarus takes a slow path beyond): a CRC's parity trees over single bits, or 64 x 64-bit
+products, cost them far more than the design itself.
 """
 
 from amaranth.hdl import Signal
@@ -26,15 +27,19 @@ PRIME = 0x9E3779B97F4A7C15
 
 
 def _multiplier(k):
-    """An odd 64-bit constant for chunk ``k`` (splitmix64 of ``k``)."""
+    """An odd 32-bit constant for chunk ``k`` (the top half of splitmix64 of ``k``)."""
     z = (k + 1) * PRIME & _MASK
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9 & _MASK
     z = (z ^ (z >> 27)) * 0x94D049BB133111EB & _MASK
-    return (z ^ (z >> 31)) | 1
+    return ((z ^ (z >> 31)) >> _CHUNK_BITS) | 1
+
+
+_CHUNK_BITS = 32
+_CHUNK_MASK = (1 << _CHUNK_BITS) - 1
 
 
 def _chunks(bits):
-    return (bits + SIGNATURE_BITS - 1) // SIGNATURE_BITS
+    return (bits + _CHUNK_BITS - 1) // _CHUNK_BITS
 
 
 def signature(records, bits, start=0):
@@ -44,19 +49,24 @@ def signature(records, bits, start=0):
     for value in records:
         s = 0
         for k, multiplier in enumerate(multipliers):
-            s += (value >> (SIGNATURE_BITS * k) & _MASK) * multiplier
+            s += (value >> (_CHUNK_BITS * k) & _CHUNK_MASK) * multiplier
         h = (h * PRIME + s) & _MASK
     return h
 
 
 def signature_step(m, h, data):
     """The signature after one more record ``data`` (an Amaranth value) from ``h`` (a
-    ``SIGNATURE_BITS``-bit value), as an expression; ``m`` takes the intermediate signals."""
+    ``SIGNATURE_BITS``-bit value), as an expression; ``m`` takes the intermediate signals.
+    Every product is 32 x 32 bits (``h * P`` too, from the halves)."""
     bits = len(data)
     total = 0
     for k in range(_chunks(bits)):
-        chunk = data[SIGNATURE_BITS * k:SIGNATURE_BITS * (k + 1)]
+        chunk = data[_CHUNK_BITS * k:_CHUNK_BITS * (k + 1)]
         product = Signal(SIGNATURE_BITS, name=f"signed_chunk{k}")
         m.d.comb += product.eq(chunk * _multiplier(k))
         total = total + product
-    return h * PRIME + total
+    h_lo, h_hi = h[:_CHUNK_BITS], h[_CHUNK_BITS:]
+    p_lo, p_hi = PRIME & _CHUNK_MASK, PRIME >> _CHUNK_BITS
+    low, cross = Signal(SIGNATURE_BITS), Signal(_CHUNK_BITS)
+    m.d.comb += [low.eq(h_lo * p_lo), cross.eq(h_lo * p_hi + h_hi * p_lo)]
+    return low + (cross << _CHUNK_BITS) + total
