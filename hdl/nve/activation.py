@@ -8,9 +8,10 @@ issued 2 cycles after the ``act``, which writes in its M stage, stores it:
 * when a ``setrb`` writes the hand-off register, a scaled copy ``t = (2 acc) >> SHIFT`` (33
   bits, so ``(t + 1) >> 1`` is ``acc / 2^SHIFT`` rounded half up) is written with it: the
   shifter works between the accumulators and that copy, off the path of an ``act``;
-* X: the half's 8 lanes, of the scaled copy (``act.lo``/``act.hi``) or of the hand-off
-  register itself (``act.ps``), registered;
-* M: LUT path: ``(t + 1) >> 1`` saturated to -512 ... 511, plus 512, addresses the lane's LUT
+* X: every lane of the scaled copy rounded, ``(t + 1) >> 1``, and whether it lies outside
+  -512 ... 511 (both from registers); the half's 8 lanes of those (``act.lo``/``act.hi``) or
+  of the hand-off register itself (``act.ps``) registered;
+* M: LUT path: the rounded value saturated to -512 ... 511, plus 512, addresses the lane's LUT
   copy (each lane has its own: 8 reads per cycle); digit path: byte ``k`` of
   ``acc + R_k`` for the digit ``k`` of the word (:data:`hls_ref.nve.numerics.PARTIAL_ROUNDING`);
 * W: the byte of each LUT copy's 32-bit word that the index selects is registered (the block
@@ -112,20 +113,38 @@ class Activation(wiring.Component):
                 m.d.comb += doubled.eq(self.acc[j] << 1)
                 m.d.sync += scaled[j].eq(doubled >> self.shift)
 
-        # ---- X: the half's lanes, scaled (LUT) or as they are (digits)
+        # ---- X: every lane of the scaled copy rounded (``(t + 1) >> 1``) and its saturation
+        # found, from registers; then the half's lanes, rounded (LUT) or as they are (digits)
         count = Signal(range(2 * PARTIAL_DIGITS))  # next partial-sum word of the hand-off
         ps = self.x_op == ActOpcode.PS
         half = (self.x_op == ActOpcode.HI) | (ps & count[0])
         digit = count[1:]
-        m_t = Signal(data.ArrayLayout(signed(wide), n))
+        saturation = data.StructLayout({"over": 1, "under": 1})
+        m_t = Signal(data.ArrayLayout(signed(wide), n))  # rounded value, or a digit's lane
+        m_sat = Signal(data.ArrayLayout(saturation, n))
         m_op = Signal(ActOpcode)
         m_digit = Signal.like(digit)
+        rounded, sat = [], []
+        for j in range(config.lanes):
+            value = Signal(signed(ACC_BITS), name=f"rounded{j}")
+            flags = Signal(saturation, name=f"saturation{j}")
+            # in range iff the bits above the index's all equal the sign (no comparator)
+            high = value[(_INDEX_LIMIT - 1).bit_length():]
+            negative = value[-1]
+            m.d.comb += [value.eq((scaled[j] + 1) >> 1),
+                         flags.over.eq(~negative & high.any()),
+                         flags.under.eq(negative & ~high.all())]
+            rounded.append(value)
+            sat.append(flags)
         with m.If(self.clear):
             m.d.sync += [m_op.eq(ActOpcode.NOP), count.eq(0)]
         with m.Elif(self.en):
             for j in range(n):
-                m.d.sync += m_t[j].eq(Mux(ps, Mux(half, self.handoff[n + j], self.handoff[j]),
-                                          Mux(half, scaled[n + j], scaled[j])))
+                m.d.sync += [
+                    m_t[j].eq(Mux(ps, Mux(half, self.handoff[n + j], self.handoff[j]),
+                                  Mux(half, rounded[n + j], rounded[j]))),
+                    m_sat[j].eq(Mux(half, sat[n + j], sat[j])),
+                ]
             m.d.sync += [m_op.eq(self.x_op), m_digit.eq(digit)]
             with m.If(self.w_handoff):
                 m.d.sync += count.eq(0)
@@ -152,16 +171,11 @@ class Activation(wiring.Component):
 
         copies = []
         for j in range(n):
-            rounded = Signal(signed(ACC_BITS), name=f"rounded{j}")
             index = Signal(range(LUT_ENTRIES), name=f"index{j}")
             summed = Signal(signed(wide), name=f"summed{j}")
-            # saturation by the bits above the index's (no comparator after the adder)
-            high = rounded[(_INDEX_LIMIT - 1).bit_length():]
-            negative = rounded[-1]
             m.d.comb += [
-                rounded.eq((m_t[j] + 1) >> 1),
-                index.eq(Mux(~negative & high.any(), LUT_ENTRIES - 1,
-                             Mux(negative & ~high.all(), 0, rounded ^ _INDEX_LIMIT))),
+                index.eq(Mux(m_sat[j].over, LUT_ENTRIES - 1,
+                             Mux(m_sat[j].under, 0, m_t[j] ^ _INDEX_LIMIT))),
                 summed.eq(m_t[j] + rounding),
             ]
             with m.If(self.en & (m_op == ActOpcode.PS)):
