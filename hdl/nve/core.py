@@ -24,7 +24,7 @@ complete. After the last issue (or a fault) the pipeline drains, the kept output
 with ``last``, and the run ends when the output buffer is empty.
 """
 
-from amaranth.hdl import Const, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -485,8 +485,14 @@ class NveCore(wiring.Component):
         # the signatures of the run (reset with the datapath)
         sig = self.digest
         beat = self.o_stream.valid & self.o_stream.ready
+        # the record as one concatenation (the retire port is assigned from it whole): a
+        # vector assembled field by field costs Icarus a re-evaluation of every bit of it
+        # for each field that changes
+        fields = Cat(r_pc, r_mem.a_op, r_mem.a_addr, r_mem.a_data, r_mem.b_op, r_mem.b_addr,
+                     r_mem.b_data, r_mem.rw, r_mem.ri, vmac.acc, actu.ro, r_out)
         record = Signal(len(retire.as_value()) - SIGNED_FROM)
-        m.d.comb += record.eq(retire.as_value()[SIGNED_FROM:])
+        assert len(fields) == len(record)  # (the retire layout's fields after cycle)
+        m.d.comb += record.eq(fields)
         with m.If(clear):
             m.d.sync += [sig.records.eq(0), sig.outputs.eq(0), sig.hash.eq(0),
                          sig.output_hash.eq(0)]
@@ -498,12 +504,4 @@ class NveCore(wiring.Component):
                 m.d.sync += [sig.outputs.eq(sig.outputs + 1),
                              sig.output_hash.eq(signature_step(
                                  m, sig.output_hash, self.o_stream.payload.as_value()))]
-        m.d.comb += [
-            retire.valid.eq(r_valid), retire.cycle.eq(r_cycle), retire.pc.eq(r_pc),
-            retire.mema_op.eq(r_mem.a_op), retire.mema_addr.eq(r_mem.a_addr),
-            retire.mema_data.eq(r_mem.a_data),
-            retire.memb_op.eq(r_mem.b_op), retire.memb_addr.eq(r_mem.b_addr),
-            retire.memb_data.eq(r_mem.b_data),
-            retire.rw.eq(r_mem.rw), retire.ri.eq(r_mem.ri), retire.acc.eq(vmac.acc),
-            retire.ro.eq(actu.ro), retire.out.eq(r_out),
-        ]
+        m.d.comb += retire.eq(Cat(r_valid, r_cycle, record))

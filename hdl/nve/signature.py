@@ -59,12 +59,22 @@ def signature_step(m, h, data):
     ``SIGNATURE_BITS``-bit value), as an expression; ``m`` takes the intermediate signals.
     Every product is 32 x 32 bits (``h * P`` too, from the halves)."""
     bits = len(data)
-    total = 0
+    terms = []
     for k in range(_chunks(bits)):
         chunk = data[_CHUNK_BITS * k:_CHUNK_BITS * (k + 1)]
         product = Signal(SIGNATURE_BITS, name=f"signed_chunk{k}")
         m.d.comb += product.eq(chunk * _multiplier(k))
-        total = total + product
+        terms.append(product)
+    # a balanced tree of 64-bit sums (a chain would re-evaluate every later sum for each
+    # product that changes)
+    while len(terms) > 1:
+        pairs = []
+        for a, b in zip(terms[::2], terms[1::2]):
+            total = Signal(SIGNATURE_BITS)
+            m.d.comb += total.eq(a + b)
+            pairs.append(total)
+        terms = pairs + terms[len(pairs) * 2:]
+    total = terms[0]
     h_lo, h_hi = h[:_CHUNK_BITS], h[_CHUNK_BITS:]
     p_lo, p_hi = PRIME & _CHUNK_MASK, PRIME >> _CHUNK_BITS
     low, cross = Signal(SIGNATURE_BITS), Signal(_CHUNK_BITS)
