@@ -106,12 +106,15 @@ class Activation(wiring.Component):
         # ---- the scaled copy of the hand-off register, written with it (not cleared with a
         # new run, so that its only enable is the write: an act before the run's first setrb
         # faults, and what it makes is never seen)
+        # (the shifter outside the write's condition: a comb assignment under it would put
+        # the write enable, a function of the stall, into the shifter's logic)
         scaled = Signal(data.ArrayLayout(signed(wide), config.lanes))
-        with m.If(self.w_handoff):
-            for j in range(config.lanes):
-                doubled = Signal(signed(wide), name=f"doubled{j}")
-                m.d.comb += doubled.eq(self.acc[j] << 1)
-                m.d.sync += scaled[j].eq(doubled >> self.shift)
+        for j in range(config.lanes):
+            doubled = Signal(signed(wide), name=f"doubled{j}")
+            shifted = Signal(signed(wide), name=f"shifted{j}")
+            m.d.comb += [doubled.eq(self.acc[j] << 1), shifted.eq(doubled >> self.shift)]
+            with m.If(self.w_handoff):
+                m.d.sync += scaled[j].eq(shifted)
 
         # ---- X: every lane of the scaled copy rounded (``(t + 1) >> 1``) and its saturation
         # found, from registers; then the half's lanes, rounded (LUT) or as they are (digits)
