@@ -6,8 +6,6 @@ parameters."""
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module
-from amaranth.lib import memory, wiring
 from amaranth.sim import Simulator
 
 from hdl.perchannel.add import AddUnit
@@ -16,26 +14,11 @@ from hls_ref.formats import QuantBlock
 from hls_ref.invocation import AddAccelerator, Command, Limits
 from hls_ref.quant import multiply_by_quantized_multiplier
 
+from .test_hdl_perchannel_window import Harness
+
 LANES = 4
 ADDR = 6
 BIG = Limits(pes=LANES, plm_in=1 << 20, plm_w=1 << 20, plm_acc=1 << 30)
-
-
-class Harness(wiring.Component):
-    def __init__(self, unit, init):
-        self.unit, self.init = unit, init
-        super().__init__({})
-
-    def elaborate(self, platform):
-        m = Module()
-        unit = m.submodules.unit = self.unit
-        for k, port in enumerate(unit.rd):
-            mem = memory.Memory(shape=LANES * 16, depth=1 << ADDR, init=[])
-            mem.data.init = self.init[k]
-            m.submodules[f"mem{k}"] = mem
-            rd = mem.read_port()
-            m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
-        return m
 
 
 def _row(values):
@@ -49,7 +32,7 @@ def run(a, b, qblock, scalers, base_a=0, base_b=20, out_base=3):
         rows[k & 1][base_a + (k >> 1)] = _row(pa)
         rows[1 - (k & 1)][base_b + (k >> 1)] = _row(pb)
     unit = AddUnit(lanes=LANES, scalers=scalers, addr_width=ADDR, out_width=6)
-    dut = Harness(unit, rows)
+    dut = Harness(unit, rows, addr_bits=ADDR)
     written = {}
     z, mult, shift = qblock.bias, qblock.multiplier, qblock.shift
 

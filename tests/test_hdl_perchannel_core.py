@@ -6,8 +6,6 @@ kernels up to 3x3, strides 1 and 2, asymmetric padding, random back-pressure; th
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module
-from amaranth.lib import memory
 from amaranth.sim import Simulator
 
 from hdl.perchannel.core import DepthwiseCore
@@ -16,25 +14,9 @@ from hls_ref.formats import QuantBlock
 from hls_ref.invocation import Command, DepthwiseAccelerator, Limits
 from hls_ref.st import pack_weights
 
-from .test_hdl_perchannel_window import ADDR, LANES, plm_rows
-from .test_hdl_perchannel_window import Harness as WindowHarness
+from .test_hdl_perchannel_window import ADDR, LANES, Harness, plm_rows
 
 BIG = Limits(pes=LANES, plm_in=1 << 20, plm_w=1 << 20, plm_acc=1 << 30)
-
-
-class Harness(WindowHarness):
-    """The core with plain memories as its input PLM."""
-
-    def elaborate(self, platform):
-        m = Module()
-        core = m.submodules.core = self.unit
-        for k, port in enumerate(core.rd):
-            mem = memory.Memory(shape=LANES * 16, depth=1 << ADDR, init=[])
-            mem.data.init = self.init[k]
-            m.submodules[f"mem{k}"] = mem
-            rd = mem.read_port()
-            m.d.comb += [rd.addr.eq(port.addr), rd.en.eq(port.en), port.data.eq(rd.data)]
-        return m
 
 
 def run(precision, x, w, stride, padding, pad_value, seed):

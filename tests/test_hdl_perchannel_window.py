@@ -18,18 +18,19 @@ ADDR = 8
 
 
 class Harness(wiring.Component):
-    """A unit with plain memories (one cycle of read latency) as its input PLM: ``init`` is
-    the rows of the even-row and the odd-row memory (:func:`plm_rows`)."""
+    """A unit with plain memories (one cycle of read latency, ``addr_bits`` of address) as
+    its input PLM: ``init`` is the rows of the even-row and the odd-row memory
+    (:func:`plm_rows`). The window, core and add unit tests share it."""
 
-    def __init__(self, unit, init):
-        self.unit, self.init = unit, init
+    def __init__(self, unit, init, addr_bits=ADDR):
+        self.unit, self.init, self.addr_bits = unit, init, addr_bits
         super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
         unit = m.submodules.unit = self.unit
         for k, port in enumerate(unit.rd):
-            mem = memory.Memory(shape=LANES * 16, depth=1 << ADDR, init=[])
+            mem = memory.Memory(shape=LANES * 16, depth=1 << self.addr_bits, init=[])
             mem.data.init = self.init[k]
             m.submodules[f"mem{k}"] = mem
             rd = mem.read_port()
