@@ -194,25 +194,35 @@ def _design(config):
     return Design(name, "hdl.accelerator:accelerator", {"config": config.as_dict()})
 
 
+def run_on_design(design, cases, *, datapath=None, log=print):
+    """Run ``cases`` (each with ``name`` and ``program``) on ``design`` in Verilator with the
+    bench testbench (``sim/tb_conv2d_bench.py``; ``datapath``: its ``TESSERA_BENCH_DATAPATH``,
+    None for conv2d); fills each ``case.result``. The conv2d, FC and per-channel benches share
+    it."""
+    work = BUILD_ROOT / "bench" / design.name
+    work.mkdir(parents=True, exist_ok=True)
+    with open(work / "cases.pkl", "wb") as f:
+        pickle.dump([(c.name, c.program) for c in cases], f)
+    log(f"running {len(cases)} programs on {design.name} (Verilator) ...")
+    env = {"TESSERA_BENCH_CASES": str(work / "cases.pkl"),
+           "TESSERA_BENCH_RESULTS": str(work / "results.json")}
+    if datapath is not None:
+        env["TESSERA_BENCH_DATAPATH"] = datapath
+    run_cocotb(design, "sim.tb_conv2d_bench", sim="verilator", extra_env=env)
+    results = json.loads((work / "results.json").read_text())
+    for case, result in zip(cases, results, strict=True):
+        assert result["name"] == case.name
+        case.result = result
+    return cases
+
+
 def run_cases(cases, *, log=print):
     """Run every case on Verilator (one build per configuration); fills ``case.result``."""
     by_config = {}
     for case in (c for c in cases if c.refused is None):
         by_config.setdefault(case.config, []).append(case)
     for config, group in by_config.items():
-        design = _design(config)
-        work = BUILD_ROOT / "bench" / design.name
-        work.mkdir(parents=True, exist_ok=True)
-        with open(work / "cases.pkl", "wb") as f:
-            pickle.dump([(c.name, c.program) for c in group], f)
-        log(f"running {len(group)} programs on {design.name} (Verilator) ...")
-        run_cocotb(design, "sim.tb_conv2d_bench", sim="verilator",
-                   extra_env={"TESSERA_BENCH_CASES": str(work / "cases.pkl"),
-                              "TESSERA_BENCH_RESULTS": str(work / "results.json")})
-        results = json.loads((work / "results.json").read_text())
-        for case, result in zip(group, results, strict=True):
-            assert result["name"] == case.name
-            case.result = result
+        run_on_design(_design(config), group, log=log)
     return cases
 
 

@@ -19,8 +19,6 @@ the fraction of the bus limit of one beat of weights per cycle; *PE utilisation*
 cycles / cycles (a MAC cycle is one in which every PE multiplies ``st_units`` ST words).
 """
 
-import json
-import pickle
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -28,8 +26,7 @@ import numpy as np
 from hls_ref.config import FC_CONFIG
 from hls_ref.formats import QuantBlock
 from hls_ref.precision import Precision
-from sim.runner import Design, run_cocotb
-from sim.toolchain import BUILD_ROOT
+from sim.runner import Design
 
 from .fixtures import model_fc_layers
 from .program import fc_program
@@ -125,21 +122,9 @@ def _design(config):
 
 def run_cases(cases, config=BENCH_CONFIG, *, log=print):
     """Run every case on Verilator; fills ``case.result``."""
-    design = _design(config)
-    work = BUILD_ROOT / "bench" / design.name
-    work.mkdir(parents=True, exist_ok=True)
-    with open(work / "cases.pkl", "wb") as f:
-        pickle.dump([(c.name, c.program) for c in cases], f)
-    log(f"running {len(cases)} programs on {design.name} (Verilator) ...")
-    run_cocotb(design, "sim.tb_conv2d_bench", sim="verilator",
-               extra_env={"TESSERA_BENCH_CASES": str(work / "cases.pkl"),
-                          "TESSERA_BENCH_RESULTS": str(work / "results.json"),
-                          "TESSERA_BENCH_DATAPATH": "fc"})
-    results = json.loads((work / "results.json").read_text())
-    for case, result in zip(cases, results, strict=True):
-        assert result["name"] == case.name
-        case.result = result
-    return cases
+    from .conv2d_bench import run_on_design
+
+    return run_on_design(_design(config), cases, datapath="fc", log=log)
 
 
 def _exact(case):

@@ -14,8 +14,6 @@ cycles from the first to the last MAC only; *idle* = cycles between the first an
 MAC in which no MAC issued (command overhead and window starts).
 """
 
-import json
-import pickle
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,8 +21,7 @@ import numpy as np
 from hls_ref.config import PERCHANNEL_CONFIG
 from hls_ref.descriptor import Mode
 from hls_ref.precision import Precision
-from sim.runner import Design, run_cocotb
-from sim.toolchain import BUILD_ROOT
+from sim.runner import Design
 
 from .perchannel_fixtures import model_perchannel_programs
 
@@ -104,21 +101,9 @@ def _design(config):
 
 def run_cases(cases, config=BENCH_CONFIG, *, log=print):
     """Run every case on Verilator; fills ``case.result``."""
-    design = _design(config)
-    work = BUILD_ROOT / "bench" / design.name
-    work.mkdir(parents=True, exist_ok=True)
-    with open(work / "cases.pkl", "wb") as f:
-        pickle.dump([(c.name, c.program) for c in cases], f)
-    log(f"running {len(cases)} programs on {design.name} (Verilator) ...")
-    run_cocotb(design, "sim.tb_conv2d_bench", sim="verilator",
-               extra_env={"TESSERA_BENCH_CASES": str(work / "cases.pkl"),
-                          "TESSERA_BENCH_RESULTS": str(work / "results.json"),
-                          "TESSERA_BENCH_DATAPATH": "depthwise"})
-    results = json.loads((work / "results.json").read_text())
-    for case, result in zip(cases, results, strict=True):
-        assert result["name"] == case.name
-        case.result = result
-    return cases
+    from .conv2d_bench import run_on_design
+
+    return run_on_design(_design(config), cases, datapath="depthwise", log=log)
 
 
 def _exact(case):
