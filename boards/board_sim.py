@@ -10,7 +10,7 @@ the control window, and LiteDRAM's controller (its latency, refresh and bank tim
 the accelerators and the memory.
 """
 
-from amaranth.hdl import Instance, Module, Shape, Signal
+from amaranth.hdl import Instance, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,8 +18,8 @@ from hdl.soc.soc import Soc
 from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig, SocConfig
 from sim.runner import Design
 
-from .sdram import SdramSpec, controller_headers, litedram_core
-from .ulx3s import board_soc_config, controller_ports
+from .sdram import controller_headers, litedram_core
+from .ulx3s import board_soc_config, controller_ports, controller_spec
 
 __all__ = ["BoardSimTop", "board_sim_design", "board_sim_top", "build_board_simulator"]
 
@@ -63,12 +63,6 @@ def board_sim_top(config, firmware, address_bits):
     return BoardSimTop(SocConfig.from_dict(config), bytes.fromhex(firmware), address_bits)
 
 
-def _spec(config):
-    port = Soc.mem_signature(config).members
-    return SdramSpec(clock_hz=config.clock_hz, id_width=Shape.cast(port["arid"].shape).width,
-                     data_bits=Shape.cast(port["rdata"].shape).width)
-
-
 def board_sim_design(config, firmware, core):
     """The :class:`sim.runner.Design` (top level ``soc``) of the board-level simulation."""
     return Design("soc", "boards.board_sim:board_sim_top",
@@ -87,7 +81,7 @@ def build_board_simulator(accelerators=(DEFAULT_CONFIG,), *, clock_hz=50_000_000
     if not all(isinstance(a, AcceleratorConfig) for a in accelerators):
         raise TypeError("accelerators must be AcceleratorConfig objects")
     config = board_soc_config(clock_hz, tuple(accelerators))
-    core = litedram_core(_spec(config), sim=True)
+    core = litedram_core(controller_spec(config), sim=True)
     firmware = board_firmware(config, uart_divisor=uart_divisor,
                               extra_headers=controller_headers(core), log=log).read_bytes()
     design = board_sim_design(config, firmware, core)

@@ -37,7 +37,7 @@ from sw.board import board_firmware
 
 from .sdram import SdramSpec, controller_headers, litedram_core
 
-__all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "controller_ports",
+__all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "controller_ports", "controller_spec",
            "pll_parameters"]
 
 #: The ULX3S's oscillator.
@@ -79,6 +79,17 @@ def board_soc_config(clock_hz=50_000_000, accelerators=(DEFAULT_CONFIG,),
     return SocConfig(accelerators=tuple(accelerators), dram_bytes=sdram.bytes,
                      clock_hz=clock_hz, uart_divisor=round(clock_hz / UART_BAUD),
                      memctrl_bytes=MEMCTRL_BYTES)
+
+
+def controller_spec(config, sdram=None):
+    """The LiteDRAM core's :class:`SdramSpec` for SoC build ``config``: the part and device of
+    ``sdram`` (the default part if None), the SoC's clock, and its memory port's ID and data
+    widths (taken without building the SoC: the firmware needs the core's headers first)."""
+    sdram = SdramSpec() if sdram is None else sdram
+    port = Soc.mem_signature(config).members
+    return SdramSpec(part=sdram.part, clock_hz=config.clock_hz, device=sdram.device,
+                     id_width=Shape.cast(port["arid"].shape).width,
+                     data_bits=Shape.cast(port["rdata"].shape).width)
 
 
 def controller_ports(soc, address_bits, *, init_done, init_error):
@@ -134,11 +145,7 @@ class Ulx3sTop(Elaboratable):
         self.clock_hz = clock_hz
         self.pll = pll_parameters(clock_hz)
         config = board_soc_config(clock_hz, accelerators, sdram)
-        # the memory port's shape, for the controller (whose headers the firmware needs)
-        port = Soc.mem_signature(config).members
-        self.sdram_spec = SdramSpec(part=sdram.part, clock_hz=clock_hz, device=sdram.device,
-                                    id_width=Shape.cast(port["arid"].shape).width,
-                                    data_bits=Shape.cast(port["rdata"].shape).width)
+        self.sdram_spec = controller_spec(config, sdram)
         self.sdram_core = litedram_core(self.sdram_spec)
         self.firmware = board_firmware(config, extra_headers=controller_headers(
             self.sdram_core)).read_bytes()
