@@ -172,7 +172,8 @@ BLOCKS = {
                                          f"UART, system controller, AXI4 interconnect"}),
                 True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
-            "SoC: Minerva RV32IM + the 16-PE conv2d accelerator (DEFAULT_SOC)", True),
+            "SoC: Minerva RV32IM + one accelerator with the 16-PE conv2d, 8-lane "
+            "per-channel and 4-PE FC datapaths (DEFAULT_SOC)", True),
     "nve": ("hdl.nve:nve",
             PerDevice({"ecp5-85f": {}, "ice40-up5k": {"config": {"local_words": 512,
                                                                  "instruction_words": 256}}}),

@@ -11,6 +11,7 @@ datapaths' are sections of their own (:class:`DepthwiseConfig`, :class:`FCConfig
 datapaths, in the order the socket holds them.
 """
 
+import dataclasses
 from dataclasses import InitVar, asdict, dataclass, field
 
 from .descriptor import Op
@@ -18,6 +19,8 @@ from .formats import BEAT_BITS
 from .precision import Precision
 
 __all__ = [
+    "CONV_SOC",
+    "CPU_SOC",
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
     "DSP2_CONFIG",
@@ -29,6 +32,8 @@ __all__ = [
     "OTHER_DSP_BLOCKS",
     "PERCHANNEL_CONFIG",
     "PE_MULTIPLIERS",
+    "SOC_ACCELERATOR_CONFIG",
+    "SOC_BUILDS",
     "AcceleratorConfig",
     "DepthwiseConfig",
     "FCConfig",
@@ -292,6 +297,15 @@ class AcceleratorConfig:
             return self if self.conv else None
         return getattr(self, SECTIONS[op][0])
 
+    def multipliers(self, op):
+        """ST multipliers of datapath ``op`` (an ``Op``): conv2d's PEs, the per-channel
+        datapath's lanes, the FC datapath's PEs times their ST units; 0 without it."""
+        section = self.section(op)
+        if section is None:
+            return 0
+        return {Op.CONV2D: lambda: section.pes, Op.DEPTHWISE: lambda: section.lanes,
+                Op.FC: lambda: section.units}[op]()
+
     @property
     def banks(self):
         """PLM banks: 2 with double buffering, else 1."""
@@ -475,5 +489,18 @@ class SocConfig:
                    memctrl_bytes=spec.get("memctrl_bytes", 0))
 
 
-#: The default SoC: one 16-PE conv2d accelerator (``DEFAULT_CONFIG``) beside the processor.
-DEFAULT_SOC = SocConfig()
+#: The accelerator of the default SoC: the 16-PE conv2d datapath (``DEFAULT_CONFIG``), an
+#: 8-lane per-channel datapath (depthwise, average pooling, add) and a 4-PE FC datapath behind
+#: one socket, so every layer of the four MLPerf Tiny models but Softmax runs on it
+#: (``docs/soc.md`` says why these sizes).
+SOC_ACCELERATOR_CONFIG = dataclasses.replace(DEFAULT_CONFIG, depthwise=DepthwiseConfig(lanes=8),
+                                             fc=FCConfig())
+#: The default SoC: the processor beside one accelerator with the three datapaths.
+DEFAULT_SOC = SocConfig(accelerators=(SOC_ACCELERATOR_CONFIG,))
+#: The SoC with the conv2d datapath alone (the default before the per-channel and FC
+#: datapaths joined it).
+CONV_SOC = SocConfig(accelerators=(DEFAULT_CONFIG,))
+#: The processor-only SoC.
+CPU_SOC = SocConfig(accelerators=())
+#: The SoC builds the command line offers by name (``tessera run --soc NAME``).
+SOC_BUILDS = {"default": DEFAULT_SOC, "conv": CONV_SOC, "cpu": CPU_SOC}

@@ -18,11 +18,10 @@ __all__ = ["add_parser"]
 
 
 def _soc(args):
-    from hls_ref.config import DEFAULT_SOC, SocConfig
+    from hls_ref.config import SOC_BUILDS
 
     if args.sim == "soc":
-        builds = {"default": DEFAULT_SOC, "cpu": SocConfig(accelerators=())}
-        return builds[args.soc]
+        return SOC_BUILDS[args.soc]
     from boards.ulx3s import board_soc_config
 
     clock_hz = args.clock_mhz * 1_000_000

@@ -187,9 +187,9 @@ def cmd_demo(args):
     if args.soc:
         from .soc_bench import demo_models
 
-        print("\nWhole MLPerf Tiny models on the RTL SoC (Minerva RV32IM + the 16-PE conv2d "
-              "accelerator, Verilator; first run: the SoC's build, about three minutes),\n"
-              "every layer compared with LiteRT's reference kernels:")
+        print("\nWhole MLPerf Tiny models on the RTL SoC (Minerva RV32IM + one accelerator with "
+              "the conv2d, per-channel and FC datapaths,\nVerilator; first run: the SoC's "
+              "build, several minutes), every layer compared with LiteRT's reference kernels:")
         soc_ok = demo_models(args.soc)
     ok = all(run.correct for run in runs)
     exact = all(c.mismatches + c.output_mismatches == 0 for c in comparisons)
@@ -206,12 +206,11 @@ def cmd_demo(args):
 
 
 def _soc_config(name):
-    from hls_ref.config import DEFAULT_SOC, SocConfig
+    from hls_ref.config import SOC_BUILDS
 
-    builds = {"default": DEFAULT_SOC, "cpu": SocConfig(accelerators=())}
-    if name not in builds:
-        raise ValueError(f"unknown SoC build {name!r}; available: {', '.join(builds)}")
-    return builds[name]
+    if name not in SOC_BUILDS:
+        raise ValueError(f"unknown SoC build {name!r}; available: {', '.join(SOC_BUILDS)}")
+    return SOC_BUILDS[name]
 
 
 def cmd_run(args):
@@ -321,8 +320,9 @@ def main(argv=None):
     compile_.add_argument("-o", "--output", required=True, metavar="DIR",
                           help="directory for image.bin and image.json")
     compile_.add_argument("--soc", default="default",
-                          help="SoC build: default (Minerva + a 16-PE conv2d accelerator) or "
-                               "cpu (the processor alone)")
+                          help="SoC build: default (Minerva + one accelerator with the conv2d, "
+                               "per-channel and FC datapaths), conv (the conv2d datapath "
+                               "alone) or cpu (the processor alone)")
     compile_.add_argument("--keep-buffers", action="store_true",
                           help="every tensor its own buffer (all readable after a run)")
     compile_.set_defaults(run=cmd_compile)
@@ -331,7 +331,7 @@ def main(argv=None):
                                    ".tflite file, or (rtl) a directory from tessera compile")
     run.add_argument("--backend", choices=["golden", "rtl"], default="golden",
                      help="golden: the network-level golden models; rtl: the SoC in Verilator")
-    run.add_argument("--soc", default="default", help="(rtl) SoC build: default or cpu")
+    run.add_argument("--soc", default="default", help="(rtl) SoC build: default, conv or cpu")
     run.add_argument("--backpressure", type=float, default=0.0, metavar="P",
                      help="(rtl) random back-pressure: each memory channel pauses with "
                           "probability P per cycle")

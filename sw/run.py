@@ -156,9 +156,11 @@ def run_model_rtl(model, *, input_path=None, output_path=None, dump_dir=None, se
     cpu_cycles = sum(r.cycles for layer, r in zip(image.layers, run.records)
                      if layer.accelerator is None)
     macs = sum(layer.macs for layer in image.layers)
+    ratio = f" (cycles / busy {run.cycles / acc_busy:.3f})" if acc_busy else ""
     out(f"total: {run.cycles:,} cycles ({run.cycles / clock * 1e3:.3f} ms at "
         f"{clock / 1e6:.0f} MHz), {macs / run.cycles:.2f} MACs/cycle; accelerators busy "
-        f"{acc_busy:,} cycles, processor layers {cpu_cycles:,} cycles; image check "
+        f"{acc_busy:,} cycles{ratio}, processor layers {cpu_cycles:,} cycles, processor and "
+        f"sequencing {run.cycles - acc_busy:,} cycles; image check "
         f"{run.check_cycles or 0:,} cycles")
     exact = [(r.bus_read, r.bus_written) == (p.bus_read, p.bus_written)
              for layer, r, p in zip(image.layers, run.records, prediction.records)

@@ -11,6 +11,8 @@ def plot_layers(image, run, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .soc_run import layer_multipliers
+
     names = [layer.name for layer in image.layers]
     cycles = [r.cycles or 0 for r in run.records]
     colours = ["tab:blue" if layer.accelerator is not None else "tab:orange"
@@ -24,10 +26,10 @@ def plot_layers(image, run, path):
     util = ax.twinx()
     xs, ys = [], []
     for i, (layer, r) in enumerate(zip(image.layers, run.records)):
-        if layer.accelerator is not None and r.cycles:
-            config = image.soc.accelerators[layer.accelerator]
+        units = layer_multipliers(image, layer) if layer.accelerator is not None else 0
+        if units and r.cycles and layer.macs:
             xs.append(i)
-            ys.append(100 * layer.macs / (r.cycles * config.pes * 2))
+            ys.append(100 * layer.macs / (r.cycles * units))
     util.plot(xs, ys, "o", color="tab:green")
     util.set_ylim(0, 100)
     util.set_ylabel("accelerator MAC utilisation (%)")

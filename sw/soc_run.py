@@ -23,8 +23,8 @@ from hls_ref import image as fmt
 from hls_ref.descriptor import ErrorCode
 from hls_ref.socket import SocketModel
 
-__all__ = ["LayerRecord", "ModelRun", "RunError", "format_table", "layer_records", "run_golden",
-           "run_rtl"]
+__all__ = ["LayerRecord", "ModelRun", "RunError", "format_table", "layer_multipliers",
+           "layer_records", "run_golden", "run_rtl"]
 
 
 class RunError(RuntimeError):
@@ -232,6 +232,13 @@ def _fmt(value, width=0):
     return "—" if value is None else f"{value:,}"
 
 
+def layer_multipliers(image, layer):
+    """Products per cycle of the datapath that runs accelerator layer ``layer`` of ``image``
+    at a8w8 (its ST multipliers, two products each): the denominator of its utilisation."""
+    config = image.soc.accelerators[layer.accelerator]
+    return 2 * config.multipliers(fmt.ACCELERATOR_FOR[layer.op])
+
+
 def format_table(image, run, *, prediction=None, reference=None, graph=None):
     """The per-layer table (Markdown) of ``run``; ``prediction`` is the golden backend's run
     of the same image (its bytes are the compiler's prediction), ``reference`` a
@@ -245,11 +252,10 @@ def format_table(image, run, *, prediction=None, reference=None, graph=None):
                             for h in header) + "|"]
     for i, (layer, rec) in enumerate(zip(image.layers, run.records)):
         if layer.accelerator is not None:
-            config = image.soc.accelerators[layer.accelerator]
             engine = image.soc.label(layer.accelerator)
-            lanes = 2           # a8w8: two products per ST operation
-            util = (f"{layer.macs / (rec.cycles * config.pes * lanes):.1%}"
-                    if rec.cycles else "—")
+            units = layer_multipliers(image, layer)
+            util = (f"{layer.macs / (rec.cycles * units):.1%}"
+                    if rec.cycles and units and layer.macs else "—")
         else:
             engine = "cpu" if layer.reason != fmt.Reason.ALIAS else "—"
             util = "—"

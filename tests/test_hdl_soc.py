@@ -8,7 +8,14 @@ import pytest
 
 from hdl.soc.accelerators import build_accelerator
 from hdl.soc.boot import BOOT_SOURCE, boot_program
-from hls_ref.config import DEFAULT_CONFIG, DEFAULT_SOC, AcceleratorConfig, SocConfig
+from hls_ref.config import (
+    CONV_SOC,
+    DEFAULT_CONFIG,
+    DEFAULT_SOC,
+    SOC_BUILDS,
+    AcceleratorConfig,
+    SocConfig,
+)
 from hls_ref.descriptor import Op
 from hls_ref.image import c_header as image_header
 from hls_ref.soc_map import SYSCTRL, c_header, linker_script, reg
@@ -16,8 +23,10 @@ from hls_ref.soc_map import SYSCTRL, c_header, linker_script, reg
 
 def test_soc_config_round_trips_and_checks_its_fields():
     assert SocConfig.from_dict(DEFAULT_SOC.as_dict()) == DEFAULT_SOC
-    assert DEFAULT_SOC.datapaths() == 1 << Op.CONV2D and DEFAULT_SOC.find(Op.CONV2D) == [0]
-    assert DEFAULT_SOC.find(Op.FC) == []
+    assert DEFAULT_SOC.datapaths() == (1 << Op.CONV2D | 1 << Op.DEPTHWISE | 1 << Op.FC)
+    assert [DEFAULT_SOC.find(op) for op in Op] == [[0]] * len(Op)
+    assert CONV_SOC.find(Op.CONV2D) == [0] and CONV_SOC.find(Op.FC) == []
+    assert SOC_BUILDS["cpu"].datapaths() == 0
     two = SocConfig(accelerators=(DEFAULT_CONFIG, DEFAULT_CONFIG))
     assert two.datapaths() == 0x0202 and SocConfig.from_dict(two.as_dict()) == two
     with pytest.raises(ValueError, match=r"^accelerators must be AcceleratorConfig objects, "
@@ -62,7 +71,7 @@ def test_generated_headers_describe_the_build():
     header = c_header(DEFAULT_SOC)
     assert f"#define SYSCTRL_EXIT 0x{reg(SYSCTRL, 'EXIT').offset:08x}u" in header
     assert "#define ACC_CTRL_IRQ_ENABLE_SHIFT 8" in header
-    assert "#define ACCEL0_DATAPATHS 0x00000002u" in header
+    assert f"#define ACCEL0_DATAPATHS 0x{DEFAULT_SOC.datapaths():08x}u" in header
     assert "RAM_BYTES = 0x00010000;" in linker_script(DEFAULT_SOC)
     text = image_header()
     assert "_Static_assert(sizeof(LayerResult) == 64" in text

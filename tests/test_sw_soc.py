@@ -1,20 +1,11 @@
 """Whole models on the SoC: the compiler's image (``sw.soc_image``), its golden execution and
 the RTL SoC in Verilator (``sw.soc_run``), checked against LiteRT's reference kernels."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from hls_ref import image as fmt
-from hls_ref.config import (
-    DEFAULT_CONFIG,
-    DEFAULT_SOC,
-    AcceleratorConfig,
-    DepthwiseConfig,
-    FCConfig,
-    SocConfig,
-)
+from hls_ref.config import CONV_SOC, DEFAULT_SOC, AcceleratorConfig, SocConfig
 from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode
 from sw import graph as g
 from sw.compare import random_input
@@ -33,7 +24,16 @@ def _input(model, seed):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_golden_execution_of_the_image_equals_litert_on_every_layer(model):
+    """The default build's accelerator runs every layer but Softmax (the processor's) and
+    Reshape (a view), and the image's golden execution equals LiteRT on every layer."""
     image = compile_model(model, DEFAULT_SOC, reuse_buffers=False)
+    for layer in image.layers:
+        if layer.op == fmt.LayerOp.SOFTMAX:
+            assert (layer.engine, layer.reason) == (fmt.Engine.PROCESSOR, fmt.Reason.HOST_OP)
+        elif layer.op == fmt.LayerOp.RESHAPE:
+            assert (layer.engine, layer.reason) == (fmt.Engine.PROCESSOR, fmt.Reason.ALIAS)
+        else:
+            assert layer.engine == fmt.Engine.ACCEL0 and layer.desc_count > 0, layer.name
     graph, x = _input(model, 3)
     reference = ReferenceRuntime(model)
     reference.run(x)
@@ -45,7 +45,7 @@ def test_golden_execution_of_the_image_equals_litert_on_every_layer(model):
 
 
 def test_engines_and_reasons_follow_the_build():
-    image = compile_model("resnet8", DEFAULT_SOC)
+    image = compile_model("resnet8", CONV_SOC)
     engines = {layer.name: (layer.engine, layer.reason) for layer in image.layers}
     assert engines["01_conv_2d"] == (fmt.Engine.ACCEL0, fmt.Reason.NONE)
     assert engines["03_add"] == (fmt.Engine.PROCESSOR, fmt.Reason.NO_ACCELERATOR)
@@ -102,10 +102,11 @@ def test_unsupported_layers_are_refused_before_anything_is_built():
 
 @pytest.mark.cocotb
 def test_dscnn_on_the_rtl_soc_is_bit_exact_with_litert():
-    """The whole DS-CNN on the SoC: the conv2d accelerator runs the convolutions, the
-    processor the depthwise, pooling, FC and softmax layers; every layer's output equals
-    LiteRT's reference kernels, and every accelerator layer moves exactly the bytes the
-    compiler predicts on the external-memory bus."""
+    """The whole DS-CNN on the default SoC: the accelerator runs the convolutions (conv2d
+    datapath), the depthwise layers and the pool (per-channel) and the FC layer, the
+    processor the softmax; every layer's output equals LiteRT's reference kernels, and every
+    accelerator layer moves exactly the bytes the compiler predicts on the external-memory
+    bus."""
     image = compile_model("dscnn", DEFAULT_SOC, reuse_buffers=False)
     graph, x = _input("dscnn", 7)
     reference = ReferenceRuntime("dscnn")
@@ -114,6 +115,8 @@ def test_dscnn_on_the_rtl_soc_is_bit_exact_with_litert():
     run = run_rtl(image, x)
     for name, tensor in run.tensors.items():
         assert np.array_equal(tensor, reference.tensor(name)), name
+    ops = {layer.op for layer in image.layers if layer.accelerator is not None}
+    assert ops == {fmt.LayerOp.CONV2D, fmt.LayerOp.DEPTHWISE, fmt.LayerOp.AVGPOOL, fmt.LayerOp.FC}
     for layer, measured, predicted in zip(image.layers, run.records, prediction.records):
         if layer.accelerator is not None:
             assert (measured.bus_read, measured.bus_written) == (
@@ -184,73 +187,3 @@ def test_every_model_on_the_rtl_soc_is_bit_exact_with_litert(model):
         run = run_rtl(image, x, pause=0.2 if seed == 12 else 0.0, seed=seed)
         for name, tensor in run.tensors.items():
             assert np.array_equal(tensor, reference.tensor(name)), (model, seed, name)
-
-
-#: An SoC whose accelerator has the conv2d and the FC datapaths.
-CONV_FC_SOC = SocConfig(accelerators=(dataclasses.replace(DEFAULT_CONFIG, fc=FCConfig()),))
-#: conv2d beside an 8-lane per-channel datapath.
-CONV_DW_SOC = SocConfig(accelerators=(dataclasses.replace(DEFAULT_CONFIG,
-                                                          depthwise=DepthwiseConfig(lanes=8)),))
-
-
-@pytest.mark.parametrize("model", MODELS)
-def test_fc_layers_go_to_the_fc_datapath_and_stay_litert_exact(model):
-    """With an FC datapath beside conv2d, every FullyConnected layer of the four models runs
-    on the accelerator (its descriptor list from the FC tiling compiler), and the image's
-    golden execution still equals LiteRT on every layer."""
-    image = compile_model(model, CONV_FC_SOC, reuse_buffers=False)
-    fc = [layer for layer in image.layers if layer.op == fmt.LayerOp.FC]
-    assert fc and all(layer.engine == fmt.Engine.ACCEL0 for layer in fc)
-    graph, x = _input(model, 3)
-    reference = ReferenceRuntime(model)
-    reference.run(x)
-    run = run_golden(image, x, graph=graph)
-    for name, tensor in run.tensors.items():
-        assert np.array_equal(tensor, reference.tensor(name)), name
-
-
-@pytest.mark.slow
-@pytest.mark.cocotb
-def test_the_autoencoder_on_an_rtl_soc_with_the_fc_datapath_is_bit_exact_with_litert():
-    image = compile_model("autoencoder", CONV_FC_SOC, reuse_buffers=False)
-    _, x = _input("autoencoder", 11)
-    reference = ReferenceRuntime("autoencoder")
-    reference.run(x)
-    run = run_rtl(image, x, seed=11)
-    for name, tensor in run.tensors.items():
-        assert np.array_equal(tensor, reference.tensor(name)), name
-
-
-@pytest.mark.parametrize("model", ("resnet8", "dscnn", "vww"))
-def test_perchannel_layers_go_to_the_perchannel_datapath_and_stay_litert_exact(model):
-    """With a per-channel datapath beside conv2d, the depthwise layers (and the pools and
-    adds the per-channel compiler lowers) run on the accelerator, and the image's golden
-    execution still equals LiteRT on every layer."""
-    image = compile_model(model, CONV_DW_SOC, reuse_buffers=False)
-    ops = (fmt.LayerOp.DEPTHWISE, fmt.LayerOp.ADD, fmt.LayerOp.AVGPOOL)
-    lowered = [layer for layer in image.layers
-               if layer.op in ops and layer.engine == fmt.Engine.ACCEL0]
-    assert lowered
-    assert all(layer.engine == fmt.Engine.ACCEL0 for layer in image.layers
-               if layer.op == fmt.LayerOp.DEPTHWISE)
-    graph, x = _input(model, 3)
-    reference = ReferenceRuntime(model)
-    reference.run(x)
-    run = run_golden(image, x, graph=graph)
-    for name, tensor in run.tensors.items():
-        assert np.array_equal(tensor, reference.tensor(name)), name
-
-
-@pytest.mark.slow
-@pytest.mark.cocotb
-def test_dscnn_on_an_rtl_soc_with_the_perchannel_datapath_is_bit_exact_with_litert():
-    """DS-CNN with its depthwise layers (and its pool) on the per-channel datapath."""
-    image = compile_model("dscnn", CONV_DW_SOC, reuse_buffers=False)
-    assert any(layer.op == fmt.LayerOp.DEPTHWISE and layer.engine == fmt.Engine.ACCEL0
-               for layer in image.layers)
-    _, x = _input("dscnn", 13)
-    reference = ReferenceRuntime("dscnn")
-    reference.run(x)
-    run = run_rtl(image, x, seed=13)
-    for name, tensor in run.tensors.items():
-        assert np.array_equal(tensor, reference.tensor(name)), name
