@@ -48,9 +48,17 @@ static uint32_t run_accelerator(unsigned k, const LayerEntry *e, LayerResult *r)
 
 static void read_counters(unsigned k, LayerResult *r) {
     r->acc_cycles = accel_read64(k, ACC_CYCLES_LO);
-    r->acc_mac_cycles = accel_read64(k, ACC_MAC_CYCLES_LO);
-    r->acc_bytes_read = accel_read64(k, ACC_BYTES_READ_LO);
-    r->acc_bytes_written = accel_read64(k, ACC_BYTES_WRITTEN_LO);
+    if (r->acc_cycles >> 29) {
+        r->acc_mac_cycles = accel_read64(k, ACC_MAC_CYCLES_LO);
+        r->acc_bytes_read = accel_read64(k, ACC_BYTES_READ_LO);
+        r->acc_bytes_written = accel_read64(k, ACC_BYTES_WRITTEN_LO);
+    } else {
+        /* a list of fewer than 2^29 cycles made fewer MAC cycles and moved fewer than 2^32
+           bytes each way (a 64-bit beat a cycle at most): the high words are 0 */
+        r->acc_mac_cycles = accel_read(k, ACC_MAC_CYCLES_LO);
+        r->acc_bytes_read = accel_read(k, ACC_BYTES_READ_LO);
+        r->acc_bytes_written = accel_read(k, ACC_BYTES_WRITTEN_LO);
+    }
     r->tiles = accel_read(k, ACC_TILES);
 }
 
@@ -75,6 +83,41 @@ static uint32_t finish(RunRecord *record, uint32_t status) {
     record->status = status;
     record->done = 1;
     return status;
+}
+
+/* Layers whose table entries and results the firmware keeps on chip during a run: the layer
+   walk then touches external memory only through the layers themselves, and the results go
+   out after the timed loop (a longer image goes by chunks of this many layers). */
+#define CHUNK_LAYERS 128
+static LayerEntry chunk_entries[CHUNK_LAYERS];
+static LayerResult chunk_results[CHUNK_LAYERS];
+
+static void load_entries(const LayerEntry *layers, uint32_t first, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) chunk_entries[i] = layers[first + i];
+}
+
+static void store_results(LayerResult *results, uint32_t first, uint32_t count) {
+    for (uint32_t i = 0; i < count; ++i) results[first + i] = chunk_results[i];
+}
+
+static uint32_t fail(RunRecord *record, LayerResult *results, uint32_t first, uint32_t i,
+                     const LayerEntry *e, uint32_t status) {
+    store_results(results, first, i - first + 1);
+    record->layer = i;
+    uart_puts("error: layer ");
+    uart_puts((const char *)dram(e->name));
+    if (status == RUN_BAD_LAYER) {
+        uart_puts(": no processor kernel for its op\n");
+    } else {
+        uart_puts(": accelerator ");
+        uart_put_udec(e->engine - ENGINE_ACCEL0);
+        uart_puts(" stopped with error code ");
+        uart_put_udec(record->code);
+        uart_puts(" at descriptor ");
+        uart_put_udec(record->index);
+        uart_putc('\n');
+    }
+    return finish(record, status);
 }
 
 uint32_t run_image(const RunBlock *run) {
@@ -103,27 +146,37 @@ uint32_t run_image(const RunBlock *run) {
         return finish(record, RUN_WRONG_BUILD);
     }
     const LayerEntry *layers = dram(header->layers);
-    uint64_t run_start = cycles();
-    for (uint32_t i = 0; i < header->layer_count; ++i) {
-        /* the entry and the result stay on chip between the bus counter reads, so that the
-           counters see the layer's own traffic only (the firmware runs from on-chip RAM) */
-        LayerEntry entry = layers[i];
-        const LayerEntry *e = &entry;
-        LayerResult result = {0};
-        LayerResult *r = &result;
-        record->layer = i;
+    uint32_t count = header->layer_count;
+    /* the first chunk of the table comes on chip with the model, before the inference */
+    uint32_t first = 0, chunk = count < CHUNK_LAYERS ? count : CHUNK_LAYERS;
+    load_entries(layers, 0, chunk);
+    /* one reading of the cycle counter and the bus monitor at each boundary between layers:
+       the end of one layer is the start of the next, so the layers' cycles add up to the
+       whole run's */
+    const uint32_t report = run->flags & 2;
+    uint64_t now = cycles();
+    uint64_t run_start = now;
+    /* the bus monitor's low words: a layer moves fewer than 2^32 bytes each way, so the
+       difference modulo 2^32 is its bytes */
+    uint32_t read = sysctrl_read(SYSCTRL_BUS_READ);
+    uint32_t written = sysctrl_read(SYSCTRL_BUS_WRITTEN);
+    for (uint32_t i = 0; i < count; ++i) {
+        if (i == first + chunk) {
+            store_results(results, first, chunk);
+            first = i;
+            chunk = count - i < CHUNK_LAYERS ? count - i : CHUNK_LAYERS;
+            load_entries(layers, first, chunk);
+        }
+        const LayerEntry *e = &chunk_entries[i - first];
+        LayerResult *r = &chunk_results[i - first];
         progress(i + 1);
-        uint64_t read0 = sysctrl_read64(SYSCTRL_BUS_READ);
-        uint64_t written0 = sysctrl_read64(SYSCTRL_BUS_WRITTEN);
-        uint64_t start = cycles();
+        *r = (LayerResult){0};
         uint32_t failed = RUN_OK;
         if (e->engine == ENGINE_PROCESSOR) {
             if (!run_processor(e)) failed = RUN_BAD_LAYER;
-            r->cycles = cycles() - start;
         } else {
             unsigned k = e->engine - ENGINE_ACCEL0;
             uint32_t status = run_accelerator(k, e, r);
-            r->cycles = cycles() - start;
             read_counters(k, r);
             if (status >> ACC_STATUS_ERROR_SHIFT & ACC_STATUS_ERROR_MASK) {
                 record->code = status >> ACC_STATUS_CODE_SHIFT & ACC_STATUS_CODE_MASK;
@@ -131,30 +184,27 @@ uint32_t run_image(const RunBlock *run) {
                 failed = RUN_ACCEL_ERROR;
             }
         }
-        r->bus_read = sysctrl_read64(SYSCTRL_BUS_READ) - read0;
-        r->bus_written = sysctrl_read64(SYSCTRL_BUS_WRITTEN) - written0;
-        results[i] = result;
-        if (failed == RUN_BAD_LAYER) {
-            uart_puts("error: layer ");
-            uart_puts((const char *)dram(e->name));
-            uart_puts(": no processor kernel for its op\n");
-            return finish(record, failed);
+        uint64_t end = cycles();
+        uint32_t read1 = sysctrl_read(SYSCTRL_BUS_READ);
+        uint32_t written1 = sysctrl_read(SYSCTRL_BUS_WRITTEN);
+        r->cycles = end - now;
+        r->bus_read = (uint32_t)(read1 - read);
+        r->bus_written = (uint32_t)(written1 - written);
+        now = end;
+        read = read1;
+        written = written1;
+        if (failed != RUN_OK) return fail(record, results, first, i, e, failed);
+        if (report) {
+            report_layer(i, e, r);
+            /* (the report reads the layer's name from external memory: not the next
+               layer's bytes) */
+            read = sysctrl_read(SYSCTRL_BUS_READ);
+            written = sysctrl_read(SYSCTRL_BUS_WRITTEN);
         }
-        if (failed == RUN_ACCEL_ERROR) {
-            uart_puts("error: layer ");
-            uart_puts((const char *)dram(e->name));
-            uart_puts(": accelerator ");
-            uart_put_udec(e->engine - ENGINE_ACCEL0);
-            uart_puts(" stopped with error code ");
-            uart_put_udec(record->code);
-            uart_puts(" at descriptor ");
-            uart_put_udec(record->index);
-            uart_putc('\n');
-            return finish(record, failed);
-        }
-        if (run->flags & 2) report_layer(i, e, r);
     }
-    record->cycles = cycles() - run_start;
-    record->layer = header->layer_count;
+    record->cycles = now - run_start;
+    /* the results leave the chip after the timed loop */
+    store_results(results, first, chunk);
+    record->layer = count;
     return finish(record, RUN_OK);
 }

@@ -98,6 +98,18 @@ int main(void) {
     t = cycles();
     for (int i = 0; i < N; ++i) s4 += (uint32_t)srdhm(i * 1000, mult);
     report("srdhm_loop", cycles() - t);
+    t = cycles();
+    for (int i = 0; i < N; ++i) s4 += sysctrl_read(SYSCTRL_BUS_READ);
+    report("sysctrl_read_loop", cycles() - t);
+    t = cycles();
+    for (int i = 0; i < N; ++i) progress(i);
+    report("sysctrl_write_loop", cycles() - t);
+    t = cycles();
+    for (int i = 0; i < N; ++i) s4 += accel_read(0, ACC_TILES);
+    report("accel_read_loop", cycles() - t);
+    t = cycles();
+    for (int i = 0; i < N; ++i) s4 += (uint32_t)cycles();
+    report("cycles_read_loop", cycles() - t);
     sum += (int32_t)s4;
     sum += acc[0] + acc[1] + acc[2] + acc[3];
     return sum == 12345 ? 1 : 0;
