@@ -463,26 +463,39 @@ static int32_t one_over_one_plus_x(int32_t a) {
     return saturating_shift_left(x >> 1, 2);
 }
 
+static int8_t softmax_row[SOFTMAX_MAX];
+
 void softmax_layer(const SoftmaxParams *params) {
     /* an on-chip copy: the loops would read the fields from external memory again and
        again (byte stores may alias them) */
     const SoftmaxParams copy = *params, *p = &copy;
     tensor_t in = TENSOR(p, in), out = TENSOR(p, out);
     int32_t *exps = scratch.exps;
+    /* exp_table: the exponential of a difference -k from the row maximum at entry k */
+    const volatile int32_t *table = p->exp_table ? dram(p->exp_table) : 0;
     int32_t qmin = -(1 << (p->out_bits - 1)), qmax = (1 << (p->out_bits - 1)) - 1;
     for (uint32_t h = 0; h < in.h; ++h)
         for (uint32_t w = 0; w < in.w; ++w) {
-            const int8_t *x = at(&in, h, w);
+            const int8_t *far = at(&in, h, w);
             int8_t *y = at(&out, h, w);
+            /* the row on chip: one read of each input from external memory */
+            int8_t *x = softmax_row;
             int32_t max = -128;
-            for (uint32_t c = 0; c < in.c; ++c)
+            for (uint32_t c = 0; c < in.c; ++c) {
+                x[c] = far[c];
                 if (x[c] > max) max = x[c];
+            }
             int32_t total = 0;
             for (uint32_t c = 0; c < in.c; ++c) {
                 int32_t diff = x[c] - max;
                 if (diff >= p->diff_min) {
-                    int32_t scaled = srdhm((int32_t)((uint32_t)diff << p->left_shift), p->multiplier);
-                    exps[c] = exp_on_negative_values(scaled);
+                    if (table) {
+                        exps[c] = table[-diff];
+                    } else {
+                        int32_t scaled =
+                            srdhm((int32_t)((uint32_t)diff << p->left_shift), p->multiplier);
+                        exps[c] = exp_on_negative_values(scaled);
+                    }
                     total += rounding_divide_by_pot(exps[c], ACCUMULATION_INTEGER_BITS);
                 }
             }

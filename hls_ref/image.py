@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 IMAGE_MAGIC = 0x474D4954          # "TIMG"
-IMAGE_VERSION = 2
+IMAGE_VERSION = 3
 RUN_MAGIC = 0x4E555254            # "TRUN"
 #: Bus address of the run block and of the image.
 RUN_BLOCK = 0x000F_FFC0
@@ -259,6 +259,10 @@ SOFTMAX_PARAMS = _struct(
     ("multiplier", "i32", "input rescaling, Q31"), ("left_shift", "i32", ""),
     ("diff_min", "i32", "differences from the row maximum below this output the minimum"),
     ("out_bits", "u32", "output width (scale 2**-out_bits, zero point -2**(out_bits-1))"),
+    ("exp_table", "u32", "bus address of 256 int32 exponentials (hls_ref.softmax.exp_table: "
+                         "entry k for a difference of -k from the row maximum), or 0: the "
+                         "kernel computes them"),
+    ("reserved", "u32", ""),
 )
 
 COPY_PARAMS = _struct(

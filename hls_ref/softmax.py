@@ -21,7 +21,8 @@ from .quant import (
     saturating_rounding_doubling_high_mul,
 )
 
-__all__ = ["SoftmaxParams", "exp_on_negative_values", "reciprocal", "softmax", "softmax_params"]
+__all__ = ["EXP_TABLE_ENTRIES", "SoftmaxParams", "exp_on_negative_values", "exp_table",
+           "reciprocal", "softmax", "softmax_params"]
 
 SCALED_DIFF_INTEGER_BITS = 5
 ACCUMULATION_INTEGER_BITS = 12
@@ -111,6 +112,23 @@ def softmax_params(beta, input_scale):
     radius = (((1 << SCALED_DIFF_INTEGER_BITS) - 1)
               * (1 << (31 - SCALED_DIFF_INTEGER_BITS)) / (1 << left_shift))
     return SoftmaxParams(multiplier, left_shift, -math.floor(radius))
+
+
+#: Entries of :func:`exp_table`: every difference of two int8 values from their row's maximum.
+EXP_TABLE_ENTRIES = 256
+
+
+def exp_table(params):
+    """The exponentials :func:`softmax` computes for int8 inputs, tabulated: entry ``k`` (int64,
+    0 to ``EXP_TABLE_ENTRIES - 1``) is the ``Q0`` exponential of a difference of ``-k`` from
+    the row maximum, 0 where ``-k`` is below ``params.diff_min`` (softmax does not use it)."""
+    diff = -np.arange(EXP_TABLE_ENTRIES, dtype=np.int64)
+    live = diff >= params.diff_min
+    table = np.zeros(EXP_TABLE_ENTRIES, np.int64)
+    scaled = saturating_rounding_doubling_high_mul(diff[live] << params.left_shift,
+                                                   params.multiplier)
+    table[live] = exp_on_negative_values(scaled)
+    return table
 
 
 def softmax(x, params, out_bits=8):

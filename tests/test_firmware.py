@@ -9,7 +9,7 @@ import pytest
 from hls_ref import quant
 from hls_ref.config import DEFAULT_SOC
 from hls_ref.soc_map import EXIT_BOOT_FAILED
-from hls_ref.softmax import softmax, softmax_params
+from hls_ref.softmax import exp_table, softmax, softmax_params
 from sim.soc_sim import boot_block, build_simulator, run_soc
 from sw.firmware import FirmwareError, build_firmware
 
@@ -84,6 +84,8 @@ def arithmetic_vectors(seed=1):
             "#define SOFTMAX_OUT 0x21000u", f"#define SOFTMAX_MULTIPLIER {params.multiplier}",
             f"#define SOFTMAX_LEFT_SHIFT {params.left_shift}",
             f"#define SOFTMAX_DIFF_MIN {params.diff_min}",
+            "#define SOFTMAX_TABLE 0x22000u",
+            _c_array("softmax_table", [exp_table(params)]),
             _c_array("softmax_in", logits, "int8_t"), _c_array("softmax_want", want, "int8_t")]
     return "\n".join(text)
 
