@@ -161,7 +161,8 @@ class ConvDatapath(wiring.Component):
                                             in_latency=in_plm.read_latency, acc_latency=2)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages,
-                                               acc_latency=2)
+                                               acc_latency=2,
+                                               elements=config.store_elements)
         m.submodules.in_loader = x_loader = InputLoader(words=in_words)
         m.submodules.w_loader = w_loader = WeightLoader(pes=pes, rows=w_rows)
         q_loaders = [QuantLoader(pes=pes) for _ in range(2)]

@@ -32,13 +32,16 @@ __all__ = [
     "OTHER_DSP_BLOCKS",
     "PERCHANNEL_CONFIG",
     "PE_MULTIPLIERS",
+    "REQUANT_DSP_BLOCKS",
     "SOC_ACCELERATOR_CONFIG",
     "SOC_BUILDS",
+    "STORE_ELEMENTS",
     "AcceleratorConfig",
     "DepthwiseConfig",
     "FCConfig",
     "Limits",
     "SocConfig",
+    "store_group",
 ]
 
 ALL_PRECISIONS = tuple(Precision)
@@ -49,11 +52,28 @@ ALL_PRECISIONS = tuple(Precision)
 #: 4x4 products summed, per block and cycle). See :class:`hdl.st_multiplier.STMultiplier`.
 PE_MULTIPLIERS = {"lut": 0, "dsp4": 4, "dsp2": 2}
 
-#: DSP blocks of the conv2d accelerator outside its PE array (requantizer 4, the front end's
-#: shared multiplier 1, the compute core's two per-command products 2), when its multipliers
-#: may use DSP blocks; ``tests/test_hdl_conv2d_dsp_count.py`` counts the
+#: DSP blocks of the conv2d accelerator outside its PE array and its store's requantizers (the
+#: front end's shared multiplier 1, the compute core's two per-command products 2), when its
+#: multipliers may use DSP blocks; ``tests/test_hdl_conv2d_dsp_count.py`` counts the
 #: blocks the netlist instantiates.
-OTHER_DSP_BLOCKS = 7
+OTHER_DSP_BLOCKS = 3
+
+#: DSP blocks of one requantizer (:class:`hdl.requant.Requantizer`: four 16 x 16 products).
+REQUANT_DSP_BLOCKS = 4
+
+#: Elements a store unit can requantize per cycle (its requantizers; ``hdl.store``).
+STORE_ELEMENTS = (1, 2, 4, 8)
+
+
+def store_group(elements, out_bits):
+    """Elements of one output pixel a store with ``elements`` requantizers requantizes per
+    cycle, for ``out_bits``-bit outputs (4, 8 or 16): at most a 64-bit beat's worth."""
+    return min(elements, BEAT_BITS // out_bits)
+
+
+def _store_elements(value):
+    if value not in STORE_ELEMENTS or isinstance(value, bool):
+        raise ValueError(f"store_elements must be one of {STORE_ELEMENTS}, not {value!r}")
 
 
 def _positive(name, value):
@@ -81,6 +101,8 @@ class DepthwiseConfig:
     * ``max_stride``: largest depthwise stride;
     * ``requantizers``: input elements an add scales per cycle (each input element is
       scaled by its multiplier before the sum);
+    * ``store_elements``: output elements the store requantizes per cycle (its requantizers,
+      one of :data:`STORE_ELEMENTS`; at most 64 bits of output a cycle, so four at 16 bits);
     * ``pe_dsp``: the ST multipliers are built from DSP blocks (see
       :class:`hdl.st_multiplier.STMultiplier`).
     """
@@ -92,11 +114,13 @@ class DepthwiseConfig:
     max_kernel: tuple = (3, 3)
     max_stride: int = 2
     requantizers: int = 4
+    store_elements: int = 8
     pe_dsp: bool = True
 
     def __post_init__(self):
         for name in ("lanes", "plm_pixels", "acc_pixels", "max_stride", "requantizers"):
             _positive(name, getattr(self, name))
+        _store_elements(self.store_elements)
         if self.lanes % 4:
             raise ValueError(f"lanes must be a multiple of 4, not {self.lanes!r}")
         if len(self.max_kernel) != 2:
@@ -217,6 +241,9 @@ class AcceleratorConfig:
     * ``pe_multiplier``: how each PE's ST multiplier is built, a key of
       :data:`PE_MULTIPLIERS` (see :class:`hdl.st_multiplier.STMultiplier`); the arithmetic,
       cycles and capacities are the same whichever is chosen, only the area differs.
+    * ``store_elements``: output elements the store requantizes per cycle (its
+      requantizers, one of :data:`STORE_ELEMENTS`, four DSP blocks each; at most 64 bits of
+      output a cycle, so four at 16 bits);
     * ``conv``: the build has the conv2d datapath (the fields above are its parameters);
     * ``depthwise``, ``fc``: the per-channel and fully-connected datapaths' sections
       (:class:`DepthwiseConfig`, :class:`FCConfig`, or their ``as_dict``), None without them.
@@ -237,6 +264,7 @@ class AcceleratorConfig:
     double_buffer: bool = True
     precisions: tuple = field(default=ALL_PRECISIONS)
     pe_multiplier: str = "dsp4"
+    store_elements: int = 4
     conv: bool = True
     depthwise: DepthwiseConfig | None = None
     fc: FCConfig | None = None
@@ -264,6 +292,7 @@ class AcceleratorConfig:
             raise ValueError(f"pe_multiplier must be one of "
                              f"{', '.join(map(repr, PE_MULTIPLIERS))}, not "
                              f"{self.pe_multiplier!r}")
+        _store_elements(self.store_elements)
         if not isinstance(self.conv, bool):
             raise ValueError(f"conv must be a bool, not {self.conv!r}")
         for name, section in SECTIONS.values():
@@ -325,8 +354,9 @@ class AcceleratorConfig:
     @property
     def dsp_blocks(self):
         """DSP blocks of the whole conv2d accelerator built for a device with DSP blocks (the
-        PE array's and :data:`OTHER_DSP_BLOCKS`)."""
-        return self.pe_dsp_blocks + OTHER_DSP_BLOCKS
+        PE array's, the store's requantizers' and :data:`OTHER_DSP_BLOCKS`)."""
+        return (self.pe_dsp_blocks + REQUANT_DSP_BLOCKS * self.store_elements
+                + OTHER_DSP_BLOCKS)
 
     def limits(self):
         """The invocation-level golden model's limits for one command (one bank)."""
@@ -342,6 +372,7 @@ class AcceleratorConfig:
                 "double_buffer": self.double_buffer,
                 "precisions": [p.label for p in self.precisions],
                 "pe_multiplier": self.pe_multiplier,
+                "store_elements": self.store_elements,
                 "conv": self.conv,
                 **{name: None if getattr(self, name) is None else getattr(self, name).as_dict()
                    for name, _ in SECTIONS.values()}}
@@ -388,7 +419,8 @@ DSP_BUDGET_CONFIG = AcceleratorConfig(pes=32, pe_multiplier="dsp2")
 # The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM, LUT multipliers (its eight
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,
-                                 plm_acc_words=1024, max_width=256, pe_multiplier="lut")
+                                 plm_acc_words=1024, max_width=256, pe_multiplier="lut",
+                                 store_elements=1)
 # A build with the per-channel datapath alone (8 lanes), for its tests and benchmarks.
 PERCHANNEL_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=8))
 

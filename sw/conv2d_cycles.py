@@ -14,13 +14,14 @@ with, per command (each one loads its own input tile, weights and quantization b
 * ``load``: the 64-bit beats of the descriptor, the input tile, the weights and the
   quantization block (the memory answers one beat per cycle), plus :data:`REQUEST_CYCLES`
   for each of these four requests;
-* ``store``: one cycle per output value (the requantizer's rate), after the last input-channel
-  tile.
+* ``store``: one cycle per group of output values of a pixel (the store's requantizers'
+  rate, ``hls_ref.config.store_group``), after the last input-channel tile.
 
 A stripe of few rows shortens the first load and the last store, which no other command
 hides, but pays a command's loads and overhead more often.
 """
 
+from hls_ref.config import store_group
 from sw.tiling.capacity import BEAT_BYTES
 from sw.tiling.layer_tiling import row_tiles, splits
 
@@ -51,6 +52,7 @@ def list_cycles(layer, capacity, rows, out_channels, in_channels):
                                                                 out_channels)
               for b in range(o0, o1, config.pes)]
     in_tiles = splits(layer.in_channels, in_channels)
+    group = store_group(config.store_elements, capacity.out_bits)
     commands = []
     for b0, b1 in blocks:
         for r0, r1, a, b in row_tiles(layer, rows):
@@ -61,7 +63,8 @@ def list_cycles(layer, capacity, rows, out_channels, in_channels):
                         + _beats(capacity.input_tile_bytes(b - a, w, i1 - i0))
                         + _beats(capacity.weight_tile_bytes("conv", layer.kernel, b1 - b0,
                                                             i1 - i0)))
-                store = (r1 - r0) * wo * (b1 - b0) if k == len(in_tiles) - 1 else 0
+                store = ((r1 - r0) * wo * -(-(b1 - b0) // group)
+                         if k == len(in_tiles) - 1 else 0)
                 commands.append((compute, load, store))
     total = commands[0][1] + commands[-1][2]
     for i, (compute, _, _) in enumerate(commands):

@@ -15,13 +15,14 @@ from amaranth.sim import Simulator
 
 from hdl.store import StoreUnit
 from hls_ref import Precision
+from hls_ref.config import STORE_ELEMENTS, store_group
 from hls_ref.descriptor import geometry
 from hls_ref.quant import multiply_by_quantized_multiplier
 from hls_ref.socket import store_request, store_tile
 from sw.fixtures import random_conv
 from sw.program import conv2d_program
 
-#: Cycles of a tile's store beyond one per element (see the throughput test).
+#: Cycles of a tile's store beyond one per group of elements (see the throughput test).
 STORE_LATENCY = 14
 
 
@@ -55,8 +56,9 @@ class StoreHarness(wiring.Component):
     """The store unit over a plain memory; with ``acc_latency`` 2 the read data passes a
     register, as the accelerator's accumulator PLM does."""
 
-    def __init__(self, pes, rows, init, acc_latency=1):
-        self.store = StoreUnit(pes=pes, acc_rows=rows, acc_latency=acc_latency)
+    def __init__(self, pes, rows, init, acc_latency=1, elements=1):
+        self.store = StoreUnit(pes=pes, acc_rows=rows, acc_latency=acc_latency,
+                               elements=elements)
         self.init = init
         super().__init__({})
 
@@ -92,17 +94,25 @@ def _programs():
                    conv2d_program(x, w, qb, cmd, row_splits=(2,), out_splits=splits), pes)
 
 
+#: The CI tier runs every descriptor with a store of its own (elements and accumulator latency
+#: rotating); the slow tier runs every program with every number of requantizers.
+_ELEMENT_CHOICES = [None] + [pytest.param(e, marks=pytest.mark.slow) for e in STORE_ELEMENTS]
+
+
+@pytest.mark.parametrize("elements", _ELEMENT_CHOICES, ids=lambda e: f"e{e or 'rotating'}")
 @pytest.mark.parametrize("name,program,pes", list(_programs()),
                          ids=lambda v: v if isinstance(v, str) else "")
-def test_store_unit_writes_the_golden_image(name, program, pes):
+def test_store_unit_writes_the_golden_image(name, program, pes, elements):
     rng = np.random.default_rng(abs(hash(name)) % 1000)
     prng = random.Random(name)
     rows = 64
     expected = program.memory.copy()
     got = program.memory.copy()
+    stores = 0
     for n, desc in enumerate(program.descriptors):
         if not desc.q_flag:
             continue
+        stores += 1
         geo = geometry(desc)
         bank = n % 2
         acc = rng.integers(-1 << 31, 1 << 31, (geo.out_h, geo.out_w, pes))
@@ -116,7 +126,9 @@ def test_store_unit_writes_the_golden_image(name, program, pes):
         init = [[0] * pes for _ in range(2 * rows)]
         for r, row in enumerate(acc.reshape(-1, pes)):
             init[bank * rows + r] = [int(v) for v in row]
-        dut = StoreHarness(pes, rows, init, acc_latency=1 + (n // 2) % 2)
+        rotating = STORE_ELEMENTS[(stores + pes // 4) % len(STORE_ELEMENTS)]
+        dut = StoreHarness(pes, rows, init, acc_latency=1 + (n // 2) % 2,
+                           elements=elements or rotating)
         beats = []
 
         async def bench(ctx, dut=dut, desc=desc, bank=bank, beats=beats, mult=mult,
@@ -158,6 +170,13 @@ def _custom_descriptors():
     d = program.descriptors[0]
     yield "pixel-stride-12", program, replace(d, out_pixel_stride=12, out_seg=4,
                                                 out_row_stride=12 * 6 + 4)
+    # pixels of 8 channels every 12 bytes: every other pixel starts at lane 4, so a group
+    # of 8 ends its segment past the beat (two beats from one group)
+    x, w, qb, cmd, _ = random_conv(rng, Precision.A8W8, 8, cout=8, size=(4, 6), kernel=(3, 3),
+                                   stride=(1, 1), pad=(1, 1, 1, 1))
+    program = conv2d_program(x, w, qb, cmd)
+    yield "pixel-stride-12-c8", program, replace(program.descriptors[0], out_pixel_stride=12,
+                                                 out_row_stride=12 * 6 + 4)
     x, w, qb, cmd, _ = random_conv(rng, Precision.A4W4, 4, cout=1, size=(4, 7), kernel=(3, 3),
                                    stride=(1, 1), pad=(1, 1, 1, 1))
     program = conv2d_program(x, w, qb, cmd)
@@ -174,9 +193,10 @@ def _custom_descriptors():
                replace(program.descriptors[0], out_row_stride=row))
 
 
+@pytest.mark.parametrize("elements", STORE_ELEMENTS)
 @pytest.mark.parametrize("name,program,desc", list(_custom_descriptors()),
                          ids=lambda v: v if isinstance(v, str) else "")
-def test_store_unit_custom_strides(name, program, desc):
+def test_store_unit_custom_strides(name, program, desc, elements):
     from hls_ref.config import DEFAULT_CONFIG
     from hls_ref.descriptor import ErrorCode, check
     assert check(desc, DEFAULT_CONFIG) == ErrorCode.NONE
@@ -193,7 +213,7 @@ def test_store_unit_custom_strides(name, program, desc):
     store_tile(expected, desc, y)
     init = [[int(v) for v in row] for row in acc.reshape(-1, pes)] + \
         [[0] * pes for _ in range(2 * rows - geo.out_h * geo.out_w)]
-    dut = StoreHarness(pes, rows, init)
+    dut = StoreHarness(pes, rows, init, elements=elements)
     beats = []
 
     async def bench(ctx):
@@ -221,11 +241,13 @@ def test_store_unit_custom_strides(name, program, desc):
     assert np.array_equal(got, expected)
 
 
+@pytest.mark.parametrize("elements", STORE_ELEMENTS)
 @pytest.mark.parametrize("acc_latency", [1, 2])
 @pytest.mark.parametrize("out_bits,cout", [(8, 16), (16, 5), (4, 3)])
-def test_store_unit_sends_one_element_per_cycle(out_bits, cout, acc_latency):
-    """With a writer that is always ready, a tile of N elements (out_seg per pixel, fillers
-    included) takes N cycles plus a fixed latency: nothing stalls between elements or pixels."""
+def test_store_unit_sends_a_group_per_cycle(out_bits, cout, acc_latency, elements):
+    """With a writer that is always ready, a tile of N groups (``ceil(out_seg / group)`` per
+    pixel, fillers included) takes N cycles plus a fixed latency: nothing stalls between
+    groups or pixels (none of these tiles ends a segment with a group past its beat)."""
     rng = np.random.default_rng(out_bits)
     precision = Precision.A16W16 if out_bits == 16 else Precision.A8W8
     x, w, qb, cmd, _ = random_conv(rng, precision, out_bits, cout=cout, size=(6, 9),
@@ -233,8 +255,9 @@ def test_store_unit_sends_one_element_per_cycle(out_bits, cout, acc_latency):
     desc = conv2d_program(x, w, qb, cmd).descriptors[0]
     geo = geometry(desc)
     pes, rows = 16, 64
-    elements = geo.out_h * geo.out_w * desc.out_seg
-    dut = StoreHarness(pes, rows, [[0] * pes for _ in range(2 * rows)], acc_latency)
+    group = store_group(elements, out_bits)
+    groups = geo.out_h * geo.out_w * -(-desc.out_seg // group)
+    dut = StoreHarness(pes, rows, [[0] * pes for _ in range(2 * rows)], acc_latency, elements)
     cycles = []
 
     async def bench(ctx):
@@ -259,4 +282,4 @@ def test_store_unit_sends_one_element_per_cycle(out_bits, cout, acc_latency):
     sim.run()
     # the latency: decision -> PLM read -> sums register (or the PLM's own, with acc_latency
     # 2) -> element register -> requantizer -> FIFO -> packer -> the last beat's acceptance
-    assert cycles[0] - elements == STORE_LATENCY, (cycles[0], elements)
+    assert cycles[0] - groups == STORE_LATENCY, (cycles[0], groups)

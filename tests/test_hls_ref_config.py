@@ -10,14 +10,18 @@ from hls_ref.config import (
     DSP_BUDGET_CONFIG,
     ICE40_CONFIG,
     OTHER_DSP_BLOCKS,
+    REQUANT_DSP_BLOCKS,
     AcceleratorConfig,
+    DepthwiseConfig,
 )
 
 
 def test_dsp_blocks_of_the_builds():
     assert (DEFAULT_CONFIG.pe_multiplier, DEFAULT_CONFIG.pe_dsp_blocks) == ("dsp4", 64)
-    assert DEFAULT_CONFIG.dsp_blocks == 64 + OTHER_DSP_BLOCKS == 71
-    assert (DSP2_CONFIG.pes, DSP2_CONFIG.dsp_blocks) == (16, 32 + OTHER_DSP_BLOCKS)
+    # the PE array, four requantizers of four blocks in the store, and the others
+    assert DEFAULT_CONFIG.store_elements == 4
+    assert DEFAULT_CONFIG.dsp_blocks == 64 + 4 * REQUANT_DSP_BLOCKS + OTHER_DSP_BLOCKS == 83
+    assert (DSP2_CONFIG.pes, DSP2_CONFIG.dsp_blocks) == (16, 32 + 16 + OTHER_DSP_BLOCKS)
     # the same PE array blocks as 16 PEs of four blocks each, spent on twice the PEs
     assert DSP_BUDGET_CONFIG.pe_dsp_blocks == DEFAULT_CONFIG.pe_dsp_blocks == 64
     assert DSP_BUDGET_CONFIG.pes == 2 * DEFAULT_CONFIG.pes
@@ -27,6 +31,14 @@ def test_dsp_blocks_of_the_builds():
 def test_multiplier_round_trips_through_as_dict():
     config = AcceleratorConfig(pes=8, pe_multiplier="dsp4")
     assert AcceleratorConfig(**config.as_dict()) == config
+
+
+@pytest.mark.parametrize("value", [0, 3, 16, True, "4"])
+def test_store_elements_other_than_1_2_4_8_are_refused(value):
+    with pytest.raises(ValueError, match=r"^store_elements must be one of \(1, 2, 4, 8\)"):
+        AcceleratorConfig(store_elements=value)
+    with pytest.raises(ValueError, match=r"^store_elements must be one of \(1, 2, 4, 8\)"):
+        DepthwiseConfig(store_elements=value)
 
 
 def test_unknown_multiplier_is_refused():

@@ -1,5 +1,7 @@
 """The pipeline cycle estimate that chooses the conv2d programs' row stripes."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from hls_ref.config import DEFAULT_CONFIG
@@ -23,10 +25,15 @@ def test_estimate_is_compute_plus_the_unhidden_load_and_store():
     # one command: its load, its compute, its store, one after the other
     one = list_cycles(LAYER, capacity, 32, 16, 16)
     compute = 32 * 32 * 9 * 8 + COMMAND_CYCLES
-    store = 32 * 32 * 16
+    # a cycle per group of the store's requantizers (four: 16 channels in 4 cycles a pixel)
+    assert DEFAULT_CONFIG.store_elements == 4
+    store = 32 * 32 * 16 // 4
     assert compute + store < one < compute + store + 3000
     # more stripes hide all but the first load and the last store
     assert list_cycles(LAYER, capacity, 4, 16, 16) < one - store // 2
+    # one requantizer: a cycle per output value
+    single = Capacity(replace(DEFAULT_CONFIG, store_elements=1), "a8w8", 8)
+    assert list_cycles(LAYER, single, 32, 16, 16) == one + 32 * 32 * 12
 
 
 def test_best_rows_fits_and_beats_the_traffic_choice():

@@ -136,7 +136,8 @@ class PerChannelDatapath(wiring.Component):
         m.submodules.add = add = AddUnit(lanes=lanes, scalers=s.requantizers,
                                          addr_width=addr_width, out_width=acc_bits)
         m.submodules.store = store = StoreUnit(
-            pes=lanes, acc_rows=s.acc_pixels, requant_stages=self._requant_stages)
+            pes=lanes, acc_rows=s.acc_pixels, requant_stages=self._requant_stages,
+            elements=s.store_elements)
         m.d.comb += [self.mac.eq(core.mac), self.rd_fields.eq(0), self.reads_busy.eq(0)]
 
         d = self.desc.payload.desc
