@@ -145,7 +145,8 @@ def _section(table):
         "## Per-channel datapath: cycles on the RTL (Verilator)", "",
         "Regenerate with `make bench` (`tessera bench --write-results`). A build of the "
         f"per-channel datapath alone ({s.lanes} lanes, input PLM of {s.plm_pixels} pixels, "
-        f"output buffer of {s.acc_pixels} pixels); every layer compiled by "
+        f"output buffer of {s.acc_pixels} pixels, a store of {s.store_elements} "
+        "requantizers); every layer compiled by "
         "`sw.perchannel_compile` and run from its descriptor list, with AxiRam answering one "
         "64-bit beat per cycle after its latency; cycles, MAC cycles, commands and bytes are "
         "the accelerator's own counters (one list per layer). MACs = outputs x channels x "
