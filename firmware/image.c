@@ -92,8 +92,13 @@ static uint32_t finish(RunRecord *record, uint32_t status) {
 static LayerEntry chunk_entries[CHUNK_LAYERS];
 static LayerResult chunk_results[CHUNK_LAYERS];
 
+/* A chunk's entries on chip, its results cleared (a processor layer leaves the accelerator
+   fields 0; an accelerator layer sets every field). */
 static void load_entries(const LayerEntry *layers, uint32_t first, uint32_t count) {
-    for (uint32_t i = 0; i < count; ++i) chunk_entries[i] = layers[first + i];
+    for (uint32_t i = 0; i < count; ++i) {
+        chunk_entries[i] = layers[first + i];
+        chunk_results[i] = (LayerResult){0};
+    }
 }
 
 static void store_results(LayerResult *results, uint32_t first, uint32_t count) {
@@ -170,7 +175,6 @@ uint32_t run_image(const RunBlock *run) {
         const LayerEntry *e = &chunk_entries[i - first];
         LayerResult *r = &chunk_results[i - first];
         progress(i + 1);
-        *r = (LayerResult){0};
         uint32_t failed = RUN_OK;
         if (e->engine == ENGINE_PROCESSOR) {
             if (!run_processor(e)) failed = RUN_BAD_LAYER;
