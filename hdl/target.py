@@ -7,7 +7,7 @@ whose ``family`` names the FPGA family, as Amaranth's vendor platforms have. Out
 board platform. Anything else, ``None`` (plain simulation) included, gets portable logic.
 """
 
-__all__ = ["Target", "is_ecp5"]
+__all__ = ["Target", "is_ecp5", "is_ice40"]
 
 
 class Target:
@@ -31,3 +31,9 @@ def is_ecp5(platform):
     """True when ``platform`` (a board platform, a :class:`Target` or ``None``) is an ECP5, so
     cores elaborated for it instantiate ECP5 primitives."""
     return getattr(platform, "family", None) == "ecp5"
+
+
+def is_ice40(platform):
+    """True when ``platform`` is an iCE40 (its cores may instantiate iCE40 primitives such as
+    ``SB_SPRAM256KA``)."""
+    return str(getattr(platform, "family", "")).lower() == "ice40"

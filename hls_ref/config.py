@@ -19,6 +19,7 @@ from .formats import BEAT_BITS
 from .precision import Precision
 
 __all__ = [
+    "BOOT_SOURCES",
     "CONV_SOC",
     "CPU_SOC",
     "DEFAULT_CONFIG",
@@ -32,9 +33,11 @@ __all__ = [
     "OTHER_DSP_BLOCKS",
     "PERCHANNEL_CONFIG",
     "PE_MULTIPLIERS",
+    "RAM_KINDS",
     "REQUANT_DSP_BLOCKS",
     "SOC_ACCELERATOR_CONFIG",
     "SOC_BUILDS",
+    "SPRAM_BLOCK_BYTES",
     "STORE_ELEMENTS",
     "AcceleratorConfig",
     "DepthwiseConfig",
@@ -430,6 +433,16 @@ PERCHANNEL_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lane
 FC_CONFIG = AcceleratorConfig(conv=False, fc=FCConfig())
 
 
+#: What an SoC's on-chip RAM can be built from (``SocConfig.ram``).
+RAM_KINDS = ("block", "spram")
+#: Bytes of one iCE40UP5K SPRAM block (SB_SPRAM256KA: 16K words of 16 bits).
+SPRAM_BLOCK_BYTES = 32 * 1024
+#: Where the boot ROM can take the firmware from (``SocConfig.boot``).
+BOOT_SOURCES = ("memory", "uart")
+
+#: ``SocConfig``'s processor and RAM options and their defaults.
+_SOC_OPTIONS = {"muldiv": True, "ram": "block", "boot": "memory"}
+
 #: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.
 MAX_SOC_ACCELERATORS = 4
 
@@ -447,13 +460,24 @@ class SocConfig:
     * ``dram_bytes``: the external memory the processor and the accelerators share (a power
       of two; the simulation's memory model has this size);
     * ``cache_bytes``: the processor's instruction and data caches, bytes each (two ways,
-      32-byte lines; they cache the on-chip RAM only);
+      32-byte lines; they cache the on-chip RAM only); 0: no caches (a RAM that answers in
+      one cycle needs none);
     * ``clock_hz``: the clock the build is timed for (latency = cycles / clock);
     * ``uart_divisor``: the UART's reset clock divisor (clock / baud rate); the firmware may
       set another at run time;
     * ``memctrl_bytes``: a window of this many bytes for the external-memory controller's
       control registers (a board's SDRAM controller, whose initialisation the firmware runs);
-      0 (simulation builds: the memory model needs none) or a power of two.
+      0 (simulation builds: the memory model needs none) or a power of two;
+    * ``muldiv``: the processor's multiplier and divider (RV32IM); False: RV32I, the firmware
+      built for it (its multiplications and divisions are library calls);
+    * ``ram``: what the on-chip RAM is built from: ``"block"`` (block RAM, two ports: fetch
+      and data; initialised from the bitstream) or ``"spram"`` (the iCE40UP5K's single-port
+      SPRAM, 16-bit blocks of 32 KB side by side, one access per cycle shared between fetch
+      and data; nothing initialises it, so the firmware arrives over the UART: ``boot``);
+    * ``boot``: where the boot ROM takes the firmware from: ``"memory"`` (the boot block in
+      external memory, written by the host: the SoC simulation) or ``"uart"`` (the UART:
+      ``BOOT_MAGIC``, the length in words, the words, all little-endian; the host tool sends
+      them). A build with firmware in its RAM from configuration starts there instead.
     """
 
     accelerators: tuple = (DEFAULT_CONFIG,)
@@ -463,6 +487,9 @@ class SocConfig:
     clock_hz: int = 100_000_000
     uart_divisor: int = 868
     memctrl_bytes: int = 0
+    muldiv: bool = True
+    ram: str = "block"
+    boot: str = "memory"
 
     def __post_init__(self):
         accelerators = tuple(self.accelerators)
@@ -477,6 +504,8 @@ class SocConfig:
         for name, low, high in (("ram_bytes", 4096, 1 << 19), ("dram_bytes", 1 << 21, 1 << 30),
                                 ("cache_bytes", 1024, 1 << 16)):
             value = getattr(self, name)
+            if name == "cache_bytes" and value == 0 and not isinstance(value, bool):
+                continue
             if (not isinstance(value, int) or isinstance(value, bool) or value & (value - 1)
                     or not low <= value <= high):
                 raise ValueError(f"{name} must be a power of two from {low} to {high}, "
@@ -490,6 +519,18 @@ class SocConfig:
                 or (m and not 1024 <= m <= 1 << 24)):
             raise ValueError(f"memctrl_bytes must be 0 or a power of two from 1024 to "
                              f"16777216, not {m!r}")
+        if not isinstance(self.muldiv, bool):
+            raise ValueError(f"muldiv must be True or False, not {self.muldiv!r}")
+        if self.ram not in RAM_KINDS:
+            raise ValueError(f"ram must be one of {', '.join(RAM_KINDS)}, not {self.ram!r}")
+        if self.ram == "spram" and not (SPRAM_BLOCK_BYTES * 2 <= self.ram_bytes
+                                        <= SPRAM_BLOCK_BYTES * 4):
+            raise ValueError(f"an SPRAM RAM is two or four {SPRAM_BLOCK_BYTES}-byte blocks "
+                             f"(ram_bytes {2 * SPRAM_BLOCK_BYTES} or "
+                             f"{4 * SPRAM_BLOCK_BYTES}), not {self.ram_bytes}")
+        if self.boot not in BOOT_SOURCES:
+            raise ValueError(f"boot must be one of {', '.join(BOOT_SOURCES)}, "
+                             f"not {self.boot!r}")
 
     def datapaths(self):
         """``SYSCTRL.DATAPATHS``: byte ``k`` is accelerator ``k``'s ``DATAPATHS`` register
@@ -508,7 +549,11 @@ class SocConfig:
         return {"accelerators": [config.as_dict() for config in self.accelerators],
                 "ram_bytes": self.ram_bytes, "dram_bytes": self.dram_bytes,
                 "cache_bytes": self.cache_bytes, "clock_hz": self.clock_hz,
-                "uart_divisor": self.uart_divisor, "memctrl_bytes": self.memctrl_bytes}
+                "uart_divisor": self.uart_divisor, "memctrl_bytes": self.memctrl_bytes,
+                # the processor and RAM options only when not the defaults: a default build's
+                # dictionary (and the digests of the simulators built from it) stays as it was
+                **{name: getattr(self, name) for name, default in _SOC_OPTIONS.items()
+                   if getattr(self, name) != default}}
 
     @classmethod
     def from_dict(cls, spec):
@@ -518,7 +563,8 @@ class SocConfig:
                    ram_bytes=spec["ram_bytes"], dram_bytes=spec["dram_bytes"],
                    cache_bytes=spec["cache_bytes"], clock_hz=spec["clock_hz"],
                    uart_divisor=spec["uart_divisor"],
-                   memctrl_bytes=spec.get("memctrl_bytes", 0))
+                   memctrl_bytes=spec.get("memctrl_bytes", 0),
+                   **{name: spec.get(name, default) for name, default in _SOC_OPTIONS.items()})
 
 
 #: The accelerator of the default SoC: the 16-PE conv2d datapath (``DEFAULT_CONFIG``), an

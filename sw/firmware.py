@@ -1,5 +1,6 @@
 """Build the SoC's firmware (``firmware/``) with the C compiler of the pinned PyPI ``ziglang``
-(``zig cc -target riscv32-freestanding-none -mcpu=generic_rv32+m``), through
+(``zig cc -target riscv32-freestanding-none -mcpu=generic_rv32+m``, or ``generic_rv32`` for
+a processor without the multiplier and divider, ``SocConfig.muldiv``), through
 ``firmware/Makefile``; no system cross-compiler.
 
 The headers that describe the build (``soc_map.h``, ``soc_map.ld`` from
@@ -32,8 +33,15 @@ def _headers(soc, extra):
             "image_format.h": image.c_header(), **(extra or {})}
 
 
-def _digest(program, headers):
+def _mcpu(soc):
+    """zig's ``-mcpu`` for the processor of ``soc``."""
+    return "generic_rv32+m" if soc.muldiv else "generic_rv32"
+
+
+def _digest(program, headers, mcpu="generic_rv32+m"):
     hasher = hashlib.sha256(program.encode())
+    if mcpu != "generic_rv32+m":
+        hasher.update(mcpu.encode())
     hasher.update(metadata.version("ziglang").encode())
     for path in sorted(FIRMWARE_DIR.rglob("*")):
         if path.is_file() and path.suffix in (".c", ".h", ".S", ".ld", "") :
@@ -52,7 +60,7 @@ def build_firmware(soc, program="main", extra_headers=None, log=None):
     ``RAM_BASE``). ``extra_headers`` maps file names to contents placed beside the generated
     headers (test vectors). Raises :class:`FirmwareError` with the compiler's output."""
     headers = _headers(soc, extra_headers)
-    directory = BUILD_ROOT / "firmware" / f"{program}-{_digest(program, headers)}"
+    directory = BUILD_ROOT / "firmware" / f"{program}-{_digest(program, headers, _mcpu(soc))}"
     binary = directory / f"{program}.bin"
     if binary.exists():
         return binary
@@ -70,7 +78,7 @@ def build_firmware(soc, program="main", extra_headers=None, log=None):
     env.setdefault("ZIG_LOCAL_CACHE_DIR", str(BUILD_ROOT / "zig-cache"))
     result = subprocess.run(
         ["make", "-s", "-C", str(FIRMWARE_DIR), f"BUILD={directory}", f"GEN={gen}",
-         f"PROGRAM={program}", f"PYTHON={sys.executable}"],
+         f"PROGRAM={program}", f"PYTHON={sys.executable}", f"MCPU={_mcpu(soc)}"],
         capture_output=True, text=True, env=env)
     if result.returncode or not binary.exists():
         raise FirmwareError(f"firmware {program} did not build:\n{result.stdout}{result.stderr}")

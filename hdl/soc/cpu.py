@@ -40,7 +40,7 @@ class _DecodedDivider(wiring.Component):
 
 
 class Cpu(wiring.Component):
-    """Minerva with the multiplier and divider.
+    """Minerva, with or without the multiplier and divider.
 
     Parameters
     ----------
@@ -53,6 +53,8 @@ class Cpu(wiring.Component):
         Minerva's caches are not coherent.
     cache_bytes : int
         Bytes of each cache (two ways, 32-byte lines).
+    muldiv : bool
+        The multiplier and divider (RV32IM); False: RV32I (the M instructions are illegal).
 
     Members
     -------
@@ -63,7 +65,7 @@ class Cpu(wiring.Component):
         Fast interrupt lines (level); the firmware sees them in ``mip`` bits 16 to 31.
     """
 
-    def __init__(self, *, reset_address=0, cached=None, cache_bytes=4096):
+    def __init__(self, *, reset_address=0, cached=None, cache_bytes=4096, muldiv=True):
         caches = {}
         if cached is not None:
             lines = cache_bytes // (2 * 32)
@@ -75,9 +77,10 @@ class Cpu(wiring.Component):
             caches = dict(with_icache=True, icache_nways=2, icache_nlines=lines, icache_nwords=8,
                           icache_base=0, icache_limit=4 * cached)
         with quiet_deprecations():
-            self._core = minerva.core.Minerva(reset_address=reset_address, with_muldiv=True,
+            self._core = minerva.core.Minerva(reset_address=reset_address, with_muldiv=muldiv,
                                               **caches)
-        self._core._divider = _DecodedDivider(self._core._divider, self._core._x)
+        if muldiv:
+            self._core._divider = _DecodedDivider(self._core._divider, self._core._x)
         members = self._core.signature.members
         super().__init__({"ibus": Out(members["ibus"].signature),
                           "dbus": Out(members["dbus"].signature),

@@ -44,6 +44,7 @@ from .bridges import WishboneToAxi, WishboneToAxiLite
 from .cpu import Cpu
 from .interconnect import AxiInterconnect
 from .memory import FirmwareRam
+from .spram import SpramRam
 from .sysctrl import SystemController
 from .uart import Uart
 from .vendor import amaranth_soc
@@ -65,7 +66,8 @@ class Soc(wiring.Component):
     firmware : bytes or None
         A program the on-chip RAM holds from configuration, where the processor starts
         (a board's bitstream: its external memory holds nothing at power-on); None: the boot
-        ROM copies the firmware from the boot block in external memory (simulation).
+        ROM loads the firmware from where ``config.boot`` says (the boot block in external
+        memory: simulation; the UART: a board whose RAM the bitstream cannot initialise).
 
     Members
     -------
@@ -92,6 +94,9 @@ class Soc(wiring.Component):
             if len(firmware) > config.ram_bytes:
                 raise ValueError(f"the firmware ({len(firmware)} bytes) does not fit the "
                                  f"{config.ram_bytes}-byte RAM")
+        if firmware is not None and config.ram == "spram":
+            raise ValueError("an SPRAM RAM has no initial contents: the firmware arrives "
+                             "through the boot ROM (SocConfig.boot)")
         self._firmware = firmware
         self._config = config
         self._accelerators = [build_accelerator(c) for c in config.accelerators]
@@ -122,12 +127,18 @@ class Soc(wiring.Component):
         config = self._config
         in_ram = self._firmware is not None
         m.submodules.cpu = cpu = Cpu(reset_address=RAM_BASE if in_ram else ROM_BASE,
-                                     cached=config.ram_bytes, cache_bytes=config.cache_bytes)
+                                     cached=config.ram_bytes if config.cache_bytes else None,
+                                     cache_bytes=config.cache_bytes, muldiv=config.muldiv)
         m.submodules.rom = rom = wishbone.sram.WishboneSRAM(
-            size=ROM_BYTES, data_width=32, granularity=8, writable=False, init=boot_program())
+            size=ROM_BYTES, data_width=32, granularity=8, writable=False,
+            init=boot_program(config.boot))
         ram_init = (struct.unpack(f"<{len(self._firmware) // 4}I", self._firmware)
                     if in_ram else ())
-        m.submodules.ram = ram = FirmwareRam(size=config.ram_bytes, init=ram_init)
+        if config.ram == "spram":
+            # SPRAM holds nothing at configuration: the boot ROM loads the firmware
+            m.submodules.ram = ram = SpramRam(size=config.ram_bytes)
+        else:
+            m.submodules.ram = ram = FirmwareRam(size=config.ram_bytes, init=ram_init)
         m.submodules.sysctrl = sysctrl = SystemController(config)
         m.submodules.uart = uart = Uart(divisor=config.uart_divisor)
         m.submodules.interconnect = interconnect = self._interconnect
