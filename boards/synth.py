@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from amaranth.back import rtlil
@@ -27,6 +27,7 @@ from hls_ref.config import (
     DSP_BUDGET_CONFIG,
     FC_CONFIG,
     ICE40_CONFIG,
+    SPRAM_BLOCK_BYTES,
     AcceleratorConfig,
     DepthwiseConfig,
     SocConfig,
@@ -97,6 +98,21 @@ class PerDevice(dict):
 #: The smallest SoC for the iCE40UP5K (the iCEBreaker): 8 KiB of firmware RAM in block RAM,
 #: the smallest caches.
 ICE40_SOC = SocConfig(accelerators=(), ram_bytes=8192, cache_bytes=1024)
+#: Its processor options, one at a time (the savings of each): no caches; no caches and no
+#: multiplier/divider (RV32I); and the iCEBreaker build's SoC: RV32I without caches, 64 KB
+#: of firmware RAM in two SPRAM blocks, loaded over the UART (``boards.icebreaker``).
+ICE40_SOC_NOCACHE = replace(ICE40_SOC, cache_bytes=0)
+ICE40_SOC_RV32I = replace(ICE40_SOC_NOCACHE, muldiv=False)
+#: The smallest accelerators the socket can have, for the iCE40UP5K beside that SoC: the
+#: per-channel datapath with its fewest lanes (4) and the conv2d datapath with one PE, each
+#: with one configuration (8x8: plain products, DSP blocks) and small PLMs.
+ICE40_PERCHANNEL_MIN = AcceleratorConfig(
+    conv=False, depthwise=DepthwiseConfig(lanes=4, precisions=("a8w8",), plm_pixels=64,
+                                          acc_pixels=16))
+ICE40_CONV2D_MIN = AcceleratorConfig(pes=1, precisions=("a8w8",), plm_in_words=256,
+                                     plm_w_words=256, plm_acc_words=64, max_width=64)
+ICE40_SOC_SPRAM = replace(ICE40_SOC_RV32I, ram="spram", ram_bytes=2 * SPRAM_BLOCK_BYTES,
+                          boot="uart")
 
 #: Cores that ``make synth BLOCK=...`` knows: name -> (factory, parameters, description,
 #: whether multipliers may use DSP blocks). Parameters and description may be
@@ -171,6 +187,22 @@ BLOCKS = {
                                          f"icache), {ICE40_SOC.ram_bytes // 1024} KiB RAM, "
                                          f"UART, system controller, AXI4 interconnect"}),
                 True),
+    "soc_cpu_nocache": ("hdl.soc.soc:soc", PerDevice({"ice40-up5k": ICE40_SOC_NOCACHE.as_dict()}),
+                        "SoC without accelerators: Minerva RV32IM without caches, 8 KiB RAM",
+                        True),
+    "soc_cpu_rv32i": ("hdl.soc.soc:soc", PerDevice({"ice40-up5k": ICE40_SOC_RV32I.as_dict()}),
+                      "SoC without accelerators: Minerva RV32I (no multiplier/divider, no "
+                      "caches), 8 KiB RAM", True),
+    "soc_cpu_spram": ("hdl.soc.soc:soc", PerDevice({"ice40-up5k": ICE40_SOC_SPRAM.as_dict()}),
+                      "SoC without accelerators: Minerva RV32I, no caches, 64 KiB RAM in "
+                      "SPRAM, UART boot (the iCEBreaker's)", True),
+    "perchannel_min": ("hdl.accelerator:accelerator",
+                       PerDevice({"ice40-up5k": {"config": ICE40_PERCHANNEL_MIN.as_dict()}}),
+                       "per-channel accelerator, 4 lanes (the fewest), 8x8 only, input PLM of "
+                       "64 pixels, output buffer of 16", True),
+    "conv2d_min": ("hdl.accelerator:accelerator",
+                   PerDevice({"ice40-up5k": {"config": ICE40_CONV2D_MIN.as_dict()}}),
+                   "conv2d accelerator, 1 PE, 8x8 only, PLMs of 256/256/64 words", True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + one accelerator with the 16-PE conv2d, 8-lane "
             "per-channel and 4-PE FC datapaths (DEFAULT_SOC)", True),

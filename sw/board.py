@@ -22,6 +22,8 @@ __all__ = [
     "BoardLink",
     "Hello",
     "board_firmware",
+    "boot_board",
+    "boot_over_uart",
     "run_board",
     "simulated_board",
 ]
@@ -231,6 +233,45 @@ def board_firmware(soc, *, uart_divisor=None, extra_headers=None, log=None):
     return build_firmware(soc, "board", extra_headers=headers, log=log)
 
 
+def boot_over_uart(port, soc, *, uart_divisor=None, log=None):
+    """Send the board monitor for ``soc`` (a build whose boot ROM loads the firmware from the
+    UART, ``SocConfig.boot == "uart"``: the iCEBreaker's) through ``port`` (a serial port:
+    anything with ``write``): the boot block (``BOOT_MAGIC``, the length in words, the
+    words). The monitor then starts and prints its banner."""
+    from sim.soc_sim import boot_block
+
+    if soc.boot != "uart":
+        raise ValueError("this build's boot ROM does not load its firmware from the UART")
+    block = boot_block(board_firmware(soc, uart_divisor=uart_divisor, log=log).read_bytes())
+    if log:
+        log(f"sending the board monitor ({len(block):,} bytes) to the boot ROM")
+    port.write(block)
+
+
+def boot_board(link_, soc, *, log=None, seconds=30):
+    """Boot the board behind ``link_`` (a :class:`BoardLink` to a board whose boot ROM waits
+    for its firmware on the UART): send the monitor and wait for its banner."""
+    boot_over_uart(link_._serial, soc, log=log)
+    banner = _wait_for_banner(link_._serial, seconds=seconds)
+    if log:
+        log(banner.decode("latin-1").strip())
+
+
+def _wait_for_banner(port, session=None, seconds=600):
+    """The board monitor's banner line from ``port`` (a :class:`BoardError` if it does not
+    come)."""
+    banner = b""
+    deadline = time.monotonic() + seconds
+    while not banner.endswith(b"\n") and time.monotonic() < deadline:
+        banner += port.read(1)
+        if session is not None and session.process.poll() is not None:
+            break
+    if not banner.startswith(b"tessera board monitor"):
+        raise BoardError(f"the board did not start its monitor: {banner!r} (is the bitstream "
+                         f"loaded and waiting for it?)")
+    return banner
+
+
 @contextlib.contextmanager
 def simulated_board(soc, *, level="soc", log=None, max_cycles=10**10):
     """A simulated board running the board monitor on Verilator, its UART on a
@@ -240,12 +281,26 @@ def simulated_board(soc, *, level="soc", log=None, max_cycles=10**10):
     boots from the boot block as the SoC simulation loads it. ``level="board"``: the ULX3S
     build's top level (``boards.board_sim``; ``soc`` must be ``board_soc_config(...)``'s): the
     monitor in on-chip RAM, the SDRAM initialised through LiteDRAM's controller and its model
-    of the chip."""
+    of the chip. ``level="icebreaker"``: the iCEBreaker build's top level
+    (``boards.icebreaker.IcebreakerSoc``, ``soc`` must be ``icebreaker_soc_config(uart_divisor=
+    SIM_UART_DIVISOR)``): SPRAM models for the RAM and the external memory, the monitor sent
+    to the boot ROM over the UART first (:func:`boot_over_uart`)."""
     import serial
 
     from sim.soc_sim import boot_block, build_simulator, start_soc
 
-    if level == "board":
+    uart_boot = False
+    if level == "icebreaker":
+        from boards.icebreaker import icebreaker_sim_design, icebreaker_soc_config
+
+        if soc != icebreaker_soc_config(uart_divisor=SIM_UART_DIVISOR):
+            raise ValueError("the iCEBreaker simulation runs its build: give "
+                             "boards.icebreaker.icebreaker_soc_config(uart_divisor="
+                             "SIM_UART_DIVISOR)")
+        binary = build_simulator(soc, design=icebreaker_sim_design(soc), board=True, log=log)
+        loads = []
+        uart_boot = True
+    elif level == "board":
         from boards.board_sim import build_board_simulator
 
         binary, config = build_board_simulator(soc.accelerators, clock_hz=soc.clock_hz,
@@ -259,20 +314,15 @@ def simulated_board(soc, *, level="soc", log=None, max_cycles=10**10):
         binary = build_simulator(soc, log=log)
         loads = [(0, boot_block(firmware.read_bytes()))]
     else:
-        raise ValueError(f"level must be soc or board, not {level!r}")
+        raise ValueError(f"level must be soc, board or icebreaker, not {level!r}")
     with start_soc(binary, loads, soc=soc, divisor=SIM_UART_DIVISOR, max_cycles=max_cycles,
                    pty=True) as session:
         # a board is up long before its user speaks; the simulated one boots now: wait for
         # the monitor's banner line
         with serial.Serial(session.pty, timeout=1) as port:
-            banner = b""
-            deadline = time.monotonic() + 600
-            while not banner.endswith(b"\n") and time.monotonic() < deadline:
-                banner += port.read(1)
-                if session.process.poll() is not None:
-                    break
-        if not banner.startswith(b"tessera board monitor"):
-            raise BoardError(f"the simulated board did not start its monitor: {banner!r}")
+            if uart_boot:
+                boot_over_uart(port, soc, uart_divisor=SIM_UART_DIVISOR, log=log)
+            banner = _wait_for_banner(port, session)
         if log:
             log(f"simulated board on {session.pty}: {banner.decode().strip()}")
         yield session.pty

@@ -4,9 +4,11 @@ bitstreams.
 ``tessera board run MODEL --port /dev/ttyUSB0``  compile MODEL for the board's build, load it
     and a seeded random input over the UART, run it, read the output and every layer's
     counters, and check them against the golden model.
-``tessera board run MODEL --sim [soc|board]``  the same against a simulated board (the SoC, or
-    the ULX3S build's top level with LiteDRAM and its SDRAM model, on Verilator with its UART
-    on a pseudo-terminal).
+``tessera board run MODEL --sim [soc|board|icebreaker]``  the same against a simulated board
+    (the SoC, the ULX3S build's top level with LiteDRAM and its SDRAM model, or the iCEBreaker
+    build's top level with its SPRAM, on Verilator with its UART on a pseudo-terminal).
+``tessera board run MODEL --board icebreaker --port /dev/ttyUSB1``  an iCEBreaker: the board
+    monitor is sent to its boot ROM over the UART first.
 ``tessera board program``  load the bitstream of ``make bitstream`` with openFPGALoader.
 """
 
@@ -20,6 +22,15 @@ __all__ = ["add_parser"]
 def _soc(args):
     from hls_ref.config import SOC_BUILDS
 
+    if args.sim == "icebreaker" or (not args.sim and args.board == "icebreaker"):
+        from boards.icebreaker import icebreaker_soc_config
+
+        from .board import SIM_UART_DIVISOR
+
+        if args.soc != "cpu":
+            raise ValueError("the iCEBreaker build has no accelerator (none fits beside the "
+                             "processor): give --soc cpu")
+        return icebreaker_soc_config(uart_divisor=SIM_UART_DIVISOR if args.sim else None)
     if args.sim == "soc":
         return SOC_BUILDS[args.soc]
     from boards.ulx3s import board_soc_config
@@ -46,7 +57,7 @@ def _summary(image, run, golden, clock_hz):
 
 
 def cmd_board_run(args):
-    from .board import BoardError, BoardLink, run_board, simulated_board
+    from .board import BoardError, BoardLink, boot_board, run_board, simulated_board
     from .run import _load_input
     from .soc_image import compile_model
     from .soc_run import RunError, run_golden
@@ -62,7 +73,13 @@ def cmd_board_run(args):
 
     try:
         soc = _soc(args)
-        image = compile_model(args.model, soc, reuse_buffers=False)
+        icebreaker = soc.boot == "uart"
+        # the iCEBreaker's 64 KB of external memory holds a model only with its buffers shared
+        image = compile_model(args.model, soc, reuse_buffers=icebreaker)
+        if icebreaker:
+            from boards.icebreaker import check_image_fits
+
+            check_image_fits(image)
         graph = load_model(image.model)
         x, _ = _load_input(graph, args.input, args.seed)
         golden = run_golden(image, x, graph=graph)
@@ -74,6 +91,9 @@ def cmd_board_run(args):
         else:
             with BoardLink(args.port, baudrate=args.baud, timeout=args.timeout,
                            run_timeout=args.run_timeout) as board:
+                if icebreaker:
+                    # the bitstream's boot ROM waits for the monitor
+                    boot_board(board, soc, log=log)
                 run = run_board(board, image, x, log=log)
     except (BoardError, RunError) as error:
         print(f"tessera board run: {error}", file=sys.stderr)
@@ -91,7 +111,8 @@ def cmd_board_run(args):
 def cmd_board_program(args):
     from boards.bitstream import build_bitstream, format_result, program
 
-    result = build_bitstream(args.board, clock_hz=args.clock_mhz * 1_000_000)
+    result = build_bitstream(args.board,
+                             clock_hz=args.clock_mhz and args.clock_mhz * 1_000_000)
     print(format_result(result))
     try:
         program(result)
@@ -110,11 +131,16 @@ def add_parser(commands):
     run.add_argument("model", help="built-in name (resnet8, dscnn, vww, autoencoder) or a "
                                    ".tflite file")
     run.add_argument("--port", help="the board's serial port (e.g. /dev/ttyUSB0)")
-    run.add_argument("--sim", nargs="?", const="soc", choices=["soc", "board"],
+    run.add_argument("--sim", nargs="?", const="soc", choices=["soc", "board", "icebreaker"],
                      help="a simulated board, its UART on a pseudo-terminal: soc (default), "
                           "the SoC with the SoC simulation's memory model; board, the ULX3S "
                           "build's top level with LiteDRAM's controller and its model of the "
-                          "SDRAM (boots from on-chip RAM, initialises the SDRAM)")
+                          "SDRAM (boots from on-chip RAM, initialises the SDRAM); icebreaker, "
+                          "the iCEBreaker build's top level (SPRAM; the monitor sent over the "
+                          "UART; --soc cpu)")
+    run.add_argument("--board", default="ulx3s-85f", choices=["ulx3s-85f", "icebreaker"],
+                     help="with --port: the board's build (icebreaker: the monitor is sent "
+                          "to its boot ROM first; --soc cpu)")
     run.add_argument("--soc", default="default", choices=["default", "cpu"],
                      help="the SoC build the board runs (default: with the accelerators)")
     run.add_argument("--clock-mhz", type=int, default=50,
@@ -130,8 +156,9 @@ def add_parser(commands):
     run.add_argument("--output", metavar="Y.npy", help="save the output tensor")
     run.set_defaults(run=_with_timeouts(cmd_board_run))
     program = actions.add_parser("program", help="load the bitstream with openFPGALoader")
-    program.add_argument("--board", default="ulx3s-85f")
-    program.add_argument("--clock-mhz", type=int, default=50)
+    program.add_argument("--board", default="ulx3s-85f", choices=["ulx3s-85f", "icebreaker"])
+    program.add_argument("--clock-mhz", type=int, default=None,
+                         help="the build's clock (ulx3s-85f: 50 by default; icebreaker: 12)")
     program.set_defaults(run=cmd_board_program)
 
 
