@@ -104,12 +104,13 @@ ICE40_SOC = SocConfig(accelerators=(), ram_bytes=8192, cache_bytes=1024)
 ICE40_SOC_NOCACHE = replace(ICE40_SOC, cache_bytes=0)
 ICE40_SOC_RV32I = replace(ICE40_SOC_NOCACHE, muldiv=False)
 #: The smallest accelerators the socket can have, for the iCE40UP5K beside that SoC: the
-#: per-channel datapath with its fewest lanes (4) and the conv2d datapath with one PE, each
+#: per-channel datapath with its fewest lanes (4) and the conv2d datapath with its fewest PEs
+#: (4: a beat holds four weights), each
 #: with one configuration (8x8: plain products, DSP blocks) and small PLMs.
 ICE40_PERCHANNEL_MIN = AcceleratorConfig(
     conv=False, depthwise=DepthwiseConfig(lanes=4, precisions=("a8w8",), plm_pixels=64,
                                           acc_pixels=16))
-ICE40_CONV2D_MIN = AcceleratorConfig(pes=1, precisions=("a8w8",), plm_in_words=256,
+ICE40_CONV2D_MIN = AcceleratorConfig(pes=4, precisions=("a8w8",), plm_in_words=256,
                                      plm_w_words=256, plm_acc_words=64, max_width=64)
 ICE40_SOC_SPRAM = replace(ICE40_SOC_RV32I, ram="spram", ram_bytes=2 * SPRAM_BLOCK_BYTES,
                           boot="uart")
@@ -202,7 +203,8 @@ BLOCKS = {
                        "64 pixels, output buffer of 16", True),
     "conv2d_min": ("hdl.accelerator:accelerator",
                    PerDevice({"ice40-up5k": {"config": ICE40_CONV2D_MIN.as_dict()}}),
-                   "conv2d accelerator, 1 PE, 8x8 only, PLMs of 256/256/64 words", True),
+                   "conv2d accelerator, 4 PEs (the fewest), 8x8 only, PLMs of 256/256/64 words",
+                   True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + one accelerator with the 16-PE conv2d, 8-lane "
             "per-channel and 4-PE FC datapaths (DEFAULT_SOC)", True),

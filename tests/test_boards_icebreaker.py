@@ -12,12 +12,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from boards.icebreaker import (
-    MEMORY_BYTES,
-    IcebreakerSoc,
-    check_image_fits,
-    icebreaker_soc_config,
-)
+from boards.icebreaker import MEMORY_BYTES, check_image_fits, icebreaker_soc_config
 from hdl.soc.boot import UART_BOOT_SOURCE, boot_program
 from hdl.soc.soc import Soc
 from hdl.soc.spram import SpramAxiMemory
@@ -203,10 +198,3 @@ def test_an_image_beyond_the_spram_is_refused():
     with pytest.raises(ValueError, match=r"the iCEBreaker has 65,472"):
         check_image_fits(image)
 
-
-def test_the_icebreaker_soc_elaborates_for_simulation():
-    # the behavioural SPRAM model off an iCE40 (what the board-level simulation runs)
-    from amaranth.back import rtlil
-
-    text = rtlil.convert(IcebreakerSoc(), name="soc")
-    assert "SB_SPRAM256KA" not in text
