@@ -198,3 +198,15 @@ def test_an_image_beyond_the_spram_is_refused():
     with pytest.raises(ValueError, match=r"the iCEBreaker has 65,472"):
         check_image_fits(image)
 
+
+
+@pytest.mark.slow
+def test_the_icebreaker_bitstream_fits_and_meets_timing():
+    """``make bitstream BOARD=icebreaker`` (cached by digest; the first run takes minutes to
+    twenty on a loaded machine): it fits the UP5K and meets the 12 MHz constraint."""
+    from boards.bitstream import build_bitstream
+
+    result = build_bitstream("icebreaker")
+    assert result.bitstream and result.bitstream.endswith(".bin"), result.note
+    assert result.resources["LUT"] <= result.available["LUT"]
+    assert result.timing_met, result.clocks
