@@ -14,9 +14,9 @@ issued 2 cycles after the ``act``, which writes in its M stage, stores it:
 * M: LUT path: the rounded value saturated to -512 ... 511, plus 512, addresses the lane's LUT
   copy (each lane has its own: 8 reads per cycle); digit path: byte ``k`` of
   ``acc + R_k`` for the digit ``k`` of the word (:data:`hls_ref.nve.numerics.PARTIAL_ROUNDING`);
-* W: the byte of each LUT copy's 32-bit word that the index selects is registered (the block
-  RAM's output is slow: its path ends at a register);
-* R: ``ro`` is those bytes or the digits.
+* W: each LUT copy's 32-bit word is registered with the byte the index selects (the block
+  RAM's output is slow, about 5.8 ns on the ECP5: its path ends at a register);
+* R: ``ro`` is the selected bytes or the digits.
 
 The LUT copies are 256 x 32-bit block RAMs holding 4 entries per word, written by the host
 4 entries at a time with byte strobes; while the NVE is idle copy 0's read port serves host
@@ -204,15 +204,18 @@ class Activation(wiring.Component):
                 m.d.comb += [read.addr.eq(index[2:]), read.en.eq(lut_read)]
             copies.append(read.data)
 
-        # ---- W: the looked-up bytes registered; R: ro
-        r_looked_up, r_digits = Signal(8 * n), Signal(8 * n)
+        # ---- W: the LUT words registered with their byte selects; R: ro
+        r_words = Signal(data.ArrayLayout(32, n))
+        r_select = Signal.like(w_select)
+        r_digits = Signal(8 * n)
         r_ps, has_result = Signal(), Signal()
         with m.If(self.clear):
             m.d.sync += has_result.eq(0)
         with m.Elif(self.en & w_act):
             m.d.sync += [
-                r_looked_up.eq(Cat(copies[j].word_select(w_select[j], 8) for j in range(n))),
+                *(r_words[j].eq(copies[j]) for j in range(n)), r_select.eq(w_select),
                 r_digits.eq(w_digits), r_ps.eq(w_ps), has_result.eq(1),
             ]
+        r_looked_up = Cat(r_words[j].word_select(r_select[j], 8) for j in range(n))
         m.d.comb += self.ro.eq(Mux(has_result, Mux(r_ps, r_digits, r_looked_up), 0))
         return m

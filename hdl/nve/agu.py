@@ -7,10 +7,17 @@ entry per pc holding both ports' updates. It is never cleared: the first executi
 a run (``d_first``) takes the update of its instruction word, and only later executions
 (loop-body pcs) read the state memory, which the execution before them wrote.
 
-The state memory is read in F with the instruction buffer, so its word is in D; the execution
-before may be too recent to be in it: in a one-instruction loop it is in X this cycle, in a
-two-instruction loop it was written at the edge that sampled the read. Both are forwarded (from
-X's new update, and from the register of the previous X's).
+The state memory is read at the edge that loads the fetch pc, at the address it takes (the
+instruction buffer's read, :class:`.sequencer.Sequencer`), so its word is there in F and is
+registered into D; the executions before may be too recent to be in it. The one written at
+the edge that enters D (in X while the pc is in F) and the one written at the edge that
+entered F (then in M) are forwarded into D's register; in D, the one in X (a one-instruction
+loop) is forwarded from X's new update. The block RAM's slow output ends at D's register.
+
+Both addresses are computed in D and registered into X, so X's users (the local buffer's M
+registers, the rule checker's comparisons) start from flip-flops. Whether a step reaches the
+toggle is found without the step's sum: ``u + inc == toggle`` iff ``u == toggle - inc``
+(modulo ``2^addr_bits``), whose right side is registered with the mode's pair.
 """
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
@@ -37,7 +44,10 @@ class Agu(wiring.Component):
     en : ``In(1)``
         Advance.
     f_pc : ``In(pc_bits)``
-        The pc being fetched (the state memory's read address).
+        The pc in F.
+    f_next, f_read : ``In(...)``
+        The state memory's read (the instruction buffer's): the pc the edge loads into F, and
+        whether the port reads.
     d_pc, d_first : ``In(...)``
         The instruction in D: its pc and whether it is the pc's first execution.
     d_offset, d_update, d_mode : ``In(ArrayLayout(..., 2))``
@@ -51,7 +61,7 @@ class Agu(wiring.Component):
         The AGU setting registers, mode 1 first.
     x_address : ``Out(ArrayLayout(addr_bits + 1, 2))``
         ``offset + update`` of both ports' ops in X (one bit wider than an address, so an
-        address past the buffer is seen).
+        address past the buffer is seen), registered.
     """
 
     def __init__(self, *, config=None):
@@ -60,7 +70,7 @@ class Agu(wiring.Component):
         pairs = config.agu_modes - 1
         super().__init__({
             "en": In(1),
-            "f_pc": In(pc),
+            "f_pc": In(pc), "f_next": In(pc), "f_read": In(1),
             "d_pc": In(pc), "d_first": In(1),
             "d_offset": In(data.ArrayLayout(a, PORTS)),
             "d_update": In(data.ArrayLayout(a, PORTS)),
@@ -81,7 +91,7 @@ class Agu(wiring.Component):
             shape=data.ArrayLayout(a, PORTS), depth=config.instruction_words, init=[])
         read = state.read_port()
         write = state.write_port()
-        m.d.comb += [read.addr.eq(self.f_pc), read.en.eq(self.en)]
+        m.d.comb += [read.addr.eq(self.f_next), read.en.eq(self.f_read)]
 
         # mode m >= 1 selects pair m - 1; mode 0 never steps (its entry does not matter)
         pairs = range(config.agu_modes - 1)
@@ -91,30 +101,32 @@ class Agu(wiring.Component):
         new = []  # X's new updates, both ports
         previous = Signal(data.ArrayLayout(a, PORTS))  # the previous X's new updates
         for p in range(PORTS):
-            x_offset, x_update = Signal(a, name=f"x_offset{p}"), Signal(a, name=f"x_update{p}")
-            x_inc, x_toggle = Signal(a, name=f"x_inc{p}"), Signal(a, name=f"x_toggle{p}")
+            x_update = Signal(a, name=f"x_update{p}")
+            x_inc, x_wrap_at = Signal(a, name=f"x_inc{p}"), Signal(a, name=f"x_wrap_at{p}")
             x_step = Signal(name=f"x_step{p}")
-            stepped = Signal(a, name=f"stepped{p}")
             new_update = Signal(a, name=f"new_update{p}")
-            m.d.comb += [
-                self.x_address[p].eq(x_offset + x_update),
-                stepped.eq(x_update + x_inc),
-                new_update.eq(Mux(x_step, Mux(stepped == x_toggle, 0, stepped), x_update)),
-            ]
+            m.d.comb += new_update.eq(Mux(x_step, Mux(x_update == x_wrap_at, 0,
+                                                      (x_update + x_inc)[:a]), x_update))
             new.append(new_update)
 
-            # D: the update this execution uses
+            # F -> D: the state memory's word with the two writes it missed
+            d_state = Signal(a, name=f"d_state{p}")
+            with m.If(self.en):
+                m.d.sync += d_state.eq(
+                    Mux(self.x_valid & (self.f_pc == self.x_pc), new_update,
+                        Mux(self.m_valid & (self.f_pc == self.m_pc), previous[p],
+                            read.data[p])))
+
+            # D: the update this execution uses, and its address
             current = Mux(self.d_first, self.d_update[p],
-                          Mux(self.x_valid & (self.d_pc == self.x_pc), new_update,
-                              Mux(self.m_valid & (self.d_pc == self.m_pc), previous[p],
-                                  read.data[p])))
+                          Mux(self.x_valid & (self.d_pc == self.x_pc), new_update, d_state))
             mode = self.d_mode[p]
             with m.If(self.en):
                 m.d.sync += [
-                    x_offset.eq(self.d_offset[p]),
+                    self.x_address[p].eq(self.d_offset[p] + current),
                     x_update.eq(current),
                     x_inc.eq(inc[mode]),
-                    x_toggle.eq(toggle[mode]),
+                    x_wrap_at.eq(toggle[mode] - inc[mode]),
                     x_step.eq(mode != 0),
                     previous[p].eq(new_update),
                 ]

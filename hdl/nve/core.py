@@ -6,9 +6,11 @@ buffer (checking each), clears the datapath and starts the sequencer. Instructio
 through the stages, all of whose registers load only when ``en`` is high:
 
 ====  =====================================================================================
-F     pc -> instruction buffer and AGU state memory (:class:`.sequencer.Sequencer`)
-D     instruction word out; the AGU's update chosen (:class:`.agu.Agu`)
-X     issue: addresses, the input word taken (MEMA ``wr``), rw/ri written
+F     pc; the instruction buffer and the AGU state memory read at its address
+      (:class:`.sequencer.Sequencer`)
+D     the instruction word; the AGU's update chosen and the addresses computed
+      (:class:`.agu.Agu`)
+X     issue: the input word taken (MEMA ``wr``), rw/ri written
       (:mod:`.registers`), the rules checked (:class:`.hazards.HazardUnit`), operands into
       the multipliers (:class:`.vmac.Vmac`), the hand-off read (:class:`.activation.Activation`)
 M     local-buffer access (:class:`.local_buffer.LocalBuffer`); products; LUT addresses
@@ -271,7 +273,8 @@ class NveCore(wiring.Component):
             seq.loop_end.eq(self.loop_end), seq.iterations.eq(self.iterations),
         ]
         m.d.comb += [
-            agu.en.eq(en), agu.f_pc.eq(seq.f_pc), agu.d_pc.eq(seq.d_pc),
+            agu.en.eq(en), agu.f_pc.eq(seq.f_pc), agu.f_next.eq(seq.f_next),
+            agu.f_read.eq(seq.f_read), agu.d_pc.eq(seq.d_pc),
             agu.d_first.eq(seq.d_first), agu.inc.eq(self.agu_inc),
             agu.toggle.eq(self.agu_toggle), agu.x_pc.eq(x_pc), agu.x_valid.eq(x_valid),
         ]

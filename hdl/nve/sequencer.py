@@ -7,9 +7,14 @@ cycle, with no bubble at the loop's end. Two stages:
 
 * **F** (fetch): the pc register addresses the instruction buffer (and, outside this
   component, the AGU state memory);
-* **D** (decode): the instruction word comes out of the buffer, with its pc and whether this
-  is the pc's first execution in the run (the AGU takes the update of the instruction word
-  then, the state memory's later).
+* **D** (decode): the instruction word, with its pc and whether this is the pc's first
+  execution in the run (the AGU takes the update of the instruction word then, the state
+  memory's later).
+
+The instruction buffer is read at the edge that loads the pc register, at the address the
+pc takes (so its word is there in F), and the word is registered into D: the block RAM's
+slow output (about 5.6 ns on the ECP5 without its output register) ends at a flip-flop
+instead of running into the decoding in D.
 
 Every register of both stages loads only when ``en`` is high, so a stall of the machine
 freezes the front end with it; ``stop`` empties both stages (an error or an abort).
@@ -46,7 +51,10 @@ class Sequencer(wiring.Component):
     w_addr, w_data, w_en : ``In(...)``
         Instruction-buffer write port (the loader).
     f_valid, f_pc : ``Out(...)``
-        The F stage: a pc is being fetched (for the AGU state memory's read port).
+        The F stage: a pc is being fetched, and which.
+    f_next, f_read : ``Out(...)``
+        The instruction buffer's read: the address (the pc this edge loads into F) and the
+        enable (for the AGU state memory, read with it).
     d_valid, d_pc, d_first, d_word : ``Out(...)``
         The D stage: the fetched instruction word, its pc and whether it is the pc's first
         execution in the run.
@@ -62,6 +70,7 @@ class Sequencer(wiring.Component):
             "iterations": In(config.max_iterations.bit_length()),
             "w_addr": In(config.pc_bits), "w_data": In(config.word_bits), "w_en": In(1),
             "f_valid": Out(1), "f_pc": Out(config.pc_bits),
+            "f_next": Out(config.pc_bits), "f_read": Out(1),
             "d_valid": Out(1), "d_pc": Out(config.pc_bits), "d_first": Out(1),
             "d_word": Out(config.word_bits),
         })
@@ -79,11 +88,8 @@ class Sequencer(wiring.Component):
             shape=config.word_bits, depth=config.instruction_words, init=[])
         write = buffer.write_port()
         read = buffer.read_port()
-        m.d.comb += [
-            write.addr.eq(self.w_addr), write.data.eq(self.w_data), write.en.eq(self.w_en),
-            read.addr.eq(self.f_pc), read.en.eq(self.en),
-            self.d_word.eq(read.data),
-        ]
+        m.d.comb += [write.addr.eq(self.w_addr), write.data.eq(self.w_data),
+                     write.en.eq(self.w_en)]
 
         repeat = Signal()  # the pc in F is a second or later execution of a loop-body pc
         left = Signal.like(self.iterations)  # body executions left, the current one included
@@ -98,12 +104,20 @@ class Sequencer(wiring.Component):
             following.eq(Mux(loop_back, self.loop_start,
                              Mux(skip, self.loop_end + 1, pc + 1))),
         ]
+        # with LOOP_START 0 and no iterations the program starts past the body
+        past_body = (self.loop_start == 0) & (self.iterations == 0)
+        first = Mux(past_body, self.loop_end + 1, 0)
+        # The buffer reads where the pc goes at this edge, so that its output is the word at
+        # `pc` (in F). When the pc stays (a stall, or nothing left to fetch) the port is
+        # either disabled or its word is never used: an invalid F never enters D as valid.
+        m.d.comb += [self.f_next.eq(Mux(self.start, first, following)),
+                     self.f_read.eq(self.start | self.en),
+                     read.addr.eq(self.f_next), read.en.eq(self.f_read)]
+        with m.If(self.en):
+            m.d.sync += self.d_word.eq(read.data)
         with m.If(self.stop):
             m.d.sync += [self.f_valid.eq(0), self.d_valid.eq(0)]
         with m.Elif(self.start):
-            # with LOOP_START 0 and no iterations the program starts past the body
-            past_body = (self.loop_start == 0) & (self.iterations == 0)
-            first = Mux(past_body, self.loop_end + 1, 0)
             m.d.sync += [
                 self.f_pc.eq(first),
                 self.f_valid.eq(first < self.program_size),
@@ -115,7 +129,11 @@ class Sequencer(wiring.Component):
             with m.If(self.f_valid):
                 m.d.sync += [
                     self.f_pc.eq(following),
-                    self.f_valid.eq(loop_back | (following < self.program_size)),
+                    # (`following < PROGRAM_SIZE` case by case: LOOP_START is below it,
+                    # and the settings' comparison does not wait for the pc's)
+                    self.f_valid.eq(loop_back | Mux(skip,
+                                                    self.loop_end + 1 < self.program_size,
+                                                    pc + 1 < self.program_size)),
                     repeat.eq(loop_back | (repeat & (pc != self.loop_end))),
                     left.eq(Mux(loop_back, left - 1, left)),
                 ]
