@@ -7,8 +7,9 @@ The design is built with its retire trace and elaborated for the ECP5 (each lane
 a MULT18X18D with its registers, the local buffer DP16KD blocks, simulated with their
 models), as synthesis builds it. Both simulators run 20,000 random bundles in the CI tier;
 Icarus, several times slower than Verilator, runs the networks' programs only in the slow
-tier, which also runs a million random bundles on Verilator (100,000 on Icarus) and the first
-and last whole row band of every network program on both.
+tier, which also runs a million random bundles on each simulator (in seeded parts that
+pytest-xdist runs in parallel) and the first and last whole row band of every network program
+on both.
 """
 
 import json
@@ -26,7 +27,10 @@ DESIGN = Design("nve_trace", "hdl.nve:nve", {"trace": True}, "ecp5")
 
 #: Random bundles (executed instructions) per simulator in the CI tier and the slow tier.
 RANDOM_BUNDLES = {"verilator": 20_000, "icarus": 20_000}
-SLOW_BUNDLES = {"verilator": 1_000_000, "icarus": 100_000}
+SLOW_BUNDLES = {"verilator": 1_000_000, "icarus": 1_000_000}
+#: The slow tier's random bundles come in this many parts, each its own test with its own
+#: seed, so that ``make test-full``'s workers share them.
+SLOW_PARTS = 10
 
 
 def random_jobs(bundles, seed, *, flow_control=True):
@@ -79,12 +83,16 @@ def test_nve_host_interface(sim):
 
 
 @pytest.mark.slow
-def test_nve_lockstep_random_million(sim, tmp_path):
-    randoms, bundles = random_jobs(SLOW_BUNDLES[sim], default_seed() + 1)
+@pytest.mark.parametrize("part", range(SLOW_PARTS))
+def test_nve_lockstep_random_million(sim, part, tmp_path):
+    """Part ``part`` of the slow tier's random bundles (seed: the CI tier's + 1 + part)."""
+    wanted = SLOW_BUNDLES[sim] // SLOW_PARTS
+    randoms, bundles = random_jobs(wanted, default_seed() + 1 + part)
     result = _run(sim, tmp_path, randoms)
-    print(f"{sim}: {bundles} random bundles, {result['records']} records compared, "
-          f"{result['mismatches']} mismatches")
-    assert result["mismatches"] == 0
+    print(f"{sim} part {part}: {bundles} random bundles, {result['records']} records "
+          f"compared, {result['mismatches']} mismatches")
+    assert result["mismatches"] == 0 and result["jobs"] == len(randoms)
+    assert bundles >= wanted
 
 
 @pytest.mark.slow
