@@ -279,9 +279,12 @@ def main(argv=None):
                       help="skip the conv2d accelerator run (its Verilator build takes minutes)")
     demo.add_argument("--inputs", type=int, default=20,
                       help="random inputs per model for the TFLite comparison")
+    from hls_ref.config import SOC_BUILDS
+
     from .soc_bench import DEMO_MODELS
     from .soc_bench import MODELS as SOC_MODELS
 
+    soc_builds = list(SOC_BUILDS)
     demo.add_argument("--soc", nargs="*", default=list(DEMO_MODELS), choices=SOC_MODELS,
                       metavar="MODEL",
                       help=f"whole models on the RTL SoC (default: {' '.join(DEMO_MODELS)}; "
@@ -319,7 +322,7 @@ def main(argv=None):
                                         ".tflite file")
     compile_.add_argument("-o", "--output", required=True, metavar="DIR",
                           help="directory for image.bin and image.json")
-    compile_.add_argument("--soc", default="default",
+    compile_.add_argument("--soc", default="default", choices=soc_builds,
                           help="SoC build: default (Minerva + one accelerator with the conv2d, "
                                "per-channel and FC datapaths), conv (the conv2d datapath "
                                "alone) or cpu (the processor alone)")
@@ -331,7 +334,8 @@ def main(argv=None):
                                    ".tflite file, or (rtl) a directory from tessera compile")
     run.add_argument("--backend", choices=["golden", "rtl"], default="golden",
                      help="golden: the network-level golden models; rtl: the SoC in Verilator")
-    run.add_argument("--soc", default="default", help="(rtl) SoC build: default, conv or cpu")
+    run.add_argument("--soc", default="default", choices=soc_builds,
+                     help="(rtl) SoC build: default, conv or cpu")
     run.add_argument("--backpressure", type=float, default=0.0, metavar="P",
                      help="(rtl) random back-pressure: each memory channel pauses with "
                           "probability P per cycle")
