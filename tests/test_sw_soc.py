@@ -126,7 +126,7 @@ def test_dscnn_on_the_rtl_soc_is_bit_exact_with_litert():
             assert measured.tiles == layer.desc_count
     # a layer's cycles run from the previous layer's end to its own, so they add up to the
     # whole run; an accelerator layer's beyond the accelerator's busy cycles are the
-    # firmware's (registers, interrupt, counters): about 330 when measured
+    # firmware's (registers, interrupt, counters): about 280 when measured
     assert sum(r.cycles for r in run.records) == run.cycles
     for layer, r in zip(image.layers, run.records):
         if layer.accelerator is not None:
