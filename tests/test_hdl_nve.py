@@ -119,6 +119,7 @@ def test_sequencer_walks_the_program_parts(size, start, end, iterations):
         for k, value in (("program_size", size), ("loop_start", start), ("loop_end", end),
                          ("iterations", iterations)):
             ctx.set(getattr(seq, k), value)
+        await ctx.tick()  # (the settings are stable from the cycle before the start)
         ctx.set(seq.en, 1)
         ctx.set(seq.start, 1)
         await ctx.tick()

@@ -369,6 +369,13 @@ class NveCore(wiring.Component):
         m.d.sync += [credits.eq(credits_next), no_credit.eq(credits_next == 0)]
 
         # ---- run control
+        # ERROR's pc and cycle: a run that ends at once (refused, aborted) makes them read 0
+        # through `error_zero`, so that its condition (the settings' comparisons) drives three
+        # flip-flops, not the fields' resets
+        error_pc, error_cycle = Signal(pc_bits), Signal(CYCLE_BITS)
+        error_zero = Signal()
+        m.d.comb += [self.error_pc.eq(Mux(error_zero, 0, error_pc)),
+                     self.error_cycle.eq(Mux(error_zero, 0, error_cycle))]
         settings_ok = ((self.program_size >= 1) &
                        (self.program_size <= config.instruction_words) &
                        (self.loop_start <= self.loop_end) &
@@ -419,8 +426,8 @@ class NveCore(wiring.Component):
                             with m.If(bad | ~legal):
                                 m.d.sync += state.eq(_State.FINISH)
                                 m.d.sync += [self.error.eq(Error.ILLEGAL_INSTRUCTION),
-                                             self.error_pc.eq(Mux(bad, bad_pc, count)),
-                                             self.error_cycle.eq(0)]
+                                             error_pc.eq(Mux(bad, bad_pc, count)),
+                                             error_cycle.eq(0), error_zero.eq(0)]
                             with m.Else():
                                 m.d.sync += [self.loaded.eq(self.program_size),
                                              state.eq(_State.RUN), clear.eq(1)]
@@ -437,8 +444,8 @@ class NveCore(wiring.Component):
                     with m.If(drained & (out_fifo.w_rdy | ~kept_valid)):
                         m.d.comb += flush_kept.eq(1)
                         m.d.sync += [state.eq(_State.FINISH),
-                                     self.error.eq(hz.code), self.error_pc.eq(hz.pc),
-                                     self.error_cycle.eq(hz.cycle)]
+                                     self.error.eq(hz.code), error_pc.eq(hz.pc),
+                                     error_cycle.eq(hz.cycle), error_zero.eq(0)]
                 with m.Case(_State.FINISH):
                     # (the FIFO's output register fills a cycle after a write: its level,
                     # not its readiness, says it is empty)
@@ -447,8 +454,7 @@ class NveCore(wiring.Component):
                         m.d.sync += state.eq(_State.IDLE)
         with m.If(finish):
             m.d.comb += ended.eq(1)
-            m.d.sync += [state.eq(_State.IDLE), self.error.eq(ending), self.error_pc.eq(0),
-                         self.error_cycle.eq(0)]
+            m.d.sync += [state.eq(_State.IDLE), self.error.eq(ending), error_zero.eq(1)]
 
         if self._trace:
             self._retire(m, en, flush, clear, x_pc, cycle, x_out, m_valid, w_valid, lb, wreg,

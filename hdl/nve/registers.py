@@ -3,9 +3,16 @@
 Both are written by the instruction in X at the end of its cycle, from the read latches as
 they are in that cycle, so a ``mac`` in X reads the values of the instructions before it
 (one-cycle register latency). ``clear`` (a new run) sets every entry to 0.
+
+The write is carried out a cycle late: the registers keep the value before the last executed
+instruction, its operation and the latches as they were, and the value the ISA defines is
+applied to them combinationally. The latches come straight from the local buffer's block RAMs
+(their output is slow, about 5.8 ns on the ECP5), so they end at a register here instead of
+running through the shifts' multiplexers; the multipliers, which register their operands,
+take the applied value.
 """
 
-from amaranth.hdl import Module, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,15 +46,15 @@ class WeightRegister(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = self._config.rw_depth
-        with m.If(self.clear):
-            m.d.sync += self.rw.eq(0)
-        with m.Elif(self.en):
-            with m.Switch(self.x_op):
-                with m.Case(WregOpcode.SET):
-                    m.d.sync += self.rw.eq(self.latch_a)
-                with m.Case(WregOpcode.SH):
-                    m.d.sync += [self.rw[k].eq(self.rw[k + 1]) for k in range(depth - 1)]
-                    m.d.sync += self.rw[depth - 1].eq(0)
+        kept = Signal.like(self.rw)  # before the last operation
+        op = Signal(WregOpcode)
+        latch_a = Signal.like(self.latch_a)
+        _defer(m, self, (kept, self.rw), op, ((latch_a, self.latch_a),))
+        coefficients = data.ArrayLayout(signed(16), depth)(latch_a)
+        for k in range(depth):
+            m.d.comb += self.rw[k].eq(_applied(op, kept[k], {
+                WregOpcode.SET: coefficients[k],
+                WregOpcode.SH: kept[k + 1] if k + 1 < depth else 0}))
         return m
 
 
@@ -79,21 +86,43 @@ class ImageRegister(wiring.Component):
         config = self._config
         n, lanes, size = config.pixels_per_word, config.lanes, config.ri_size
         ri = self.ri
-        a = data.ArrayLayout(signed(8), n)(self.latch_a)
-        b = data.ArrayLayout(signed(8), n)(self.latch_b)
-        with m.If(self.clear):
-            m.d.sync += ri.eq(0)
-        with m.Elif(self.en):
-            with m.Switch(self.x_op):
-                with m.Case(IregOpcode.SET):
-                    m.d.sync += [ri[k].eq(a[k]) for k in range(n)]
-                    m.d.sync += [ri[n + k].eq(b[k]) for k in range(n)]
-                with m.Case(IregOpcode.SETSH):
-                    m.d.sync += [ri[k].eq(ri[k + 1]) for k in range(lanes - 1)]
-                    m.d.sync += [ri[lanes - 1 + k].eq(b[k]) for k in range(n)]
-                with m.Case(IregOpcode.SH):
-                    m.d.sync += [ri[k].eq(ri[k + 1]) for k in range(size - 1)]
-                    m.d.sync += ri[size - 1].eq(0)
-                with m.Case(IregOpcode.SETH):
-                    m.d.sync += [ri[n + k].eq(b[k]) for k in range(n)]
+        kept = Signal.like(ri)  # before the last operation
+        op = Signal(IregOpcode)
+        latch_a, latch_b = Signal.like(self.latch_a), Signal.like(self.latch_b)
+        _defer(m, self, (kept, ri), op, ((latch_a, self.latch_a), (latch_b, self.latch_b)))
+        a = data.ArrayLayout(signed(8), n)(latch_a)
+        b = data.ArrayLayout(signed(8), n)(latch_b)
+        for k in range(size):
+            cases = {IregOpcode.SH: kept[k + 1] if k + 1 < size else 0}
+            if k < 2 * n:
+                cases[IregOpcode.SET] = a[k] if k < n else b[k - n]
+            if k < lanes - 1:
+                cases[IregOpcode.SETSH] = kept[k + 1]
+            elif k < lanes - 1 + n:
+                cases[IregOpcode.SETSH] = b[k - (lanes - 1)]
+            if n <= k < 2 * n:
+                cases[IregOpcode.SETH] = b[k - n]
+            m.d.comb += ri[k].eq(_applied(op, kept[k], cases))
         return m
+
+
+def _applied(op, kept, cases):
+    """The entry after operation ``op``: ``cases`` maps an opcode to the entry's new value;
+    other operations keep ``kept``. (A ``Mux`` chain, not a ``Switch``: Icarus does not
+    evaluate a combinational process before one of its inputs first changes.)"""
+    value = kept
+    for opcode, new in cases.items():
+        value = Mux(op == opcode, new, value)
+    return value
+
+
+def _defer(m, unit, value, op, latches):
+    """The registers of a deferred write: ``value`` is ``(kept, applied)``; in every enabled
+    cycle ``kept`` takes the applied value, ``op`` the operation in X and each ``(register,
+    latch)`` pair the latch; ``clear`` zeroes ``kept`` and makes ``op`` a ``NOP``."""
+    kept, applied = value
+    with m.If(unit.clear):
+        m.d.sync += [kept.eq(0), op.eq(op.shape().NOP)]
+    with m.Elif(unit.en):
+        m.d.sync += [kept.eq(applied), op.eq(unit.x_op)]
+        m.d.sync += [register.eq(latch) for register, latch in latches]

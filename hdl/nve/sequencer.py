@@ -41,7 +41,7 @@ class Sequencer(wiring.Component):
     Members
     -------
     start : ``In(1)``
-        Start fetching at the program's first pc (settings stable from this cycle on).
+        Start fetching at the program's first pc (settings stable from the cycle before on).
     stop : ``In(1)``
         Empty the F and D stages.
     en : ``In(1)``
@@ -91,6 +91,24 @@ class Sequencer(wiring.Component):
         m.d.comb += [write.addr.eq(self.w_addr), write.data.eq(self.w_data),
                      write.en.eq(self.w_en)]
 
+        # What the settings decide, registered in every cycle (the settings are stable from
+        # the cycle before `start` on): the pc paths compare with registers
+        after_body = Signal(size_bits + 1)  # LOOP_END + 1
+        before_body = Signal(size_bits + 1)  # LOOP_START - 1 (all ones for 0: no pc)
+        no_body = Signal()  # ITERATIONS == 0
+        after_fits = Signal()  # LOOP_END + 1 < PROGRAM_SIZE
+        first = Signal(size_bits + 1)  # the first pc
+        first_fits = Signal()
+        # with LOOP_START 0 and no iterations the program starts past the body
+        past_body = (self.loop_start == 0) & (self.iterations == 0)
+        m.d.sync += [
+            after_body.eq(self.loop_end + 1), before_body.eq(self.loop_start - 1),
+            no_body.eq(self.iterations == 0),
+            after_fits.eq(self.loop_end + 1 < self.program_size),
+            first.eq(Mux(past_body, self.loop_end + 1, 0)),
+            first_fits.eq(Mux(past_body, self.loop_end + 1, 0) < self.program_size),
+        ]
+
         repeat = Signal()  # the pc in F is a second or later execution of a loop-body pc
         left = Signal.like(self.iterations)  # body executions left, the current one included
         pc = self.f_pc
@@ -100,13 +118,9 @@ class Sequencer(wiring.Component):
         m.d.comb += [
             # pc reaches LOOP_END only inside the loop: with 0 iterations it is skipped
             loop_back.eq((pc == self.loop_end) & (left > 1)),
-            skip.eq((pc + 1 == self.loop_start) & (self.iterations == 0)),
-            following.eq(Mux(loop_back, self.loop_start,
-                             Mux(skip, self.loop_end + 1, pc + 1))),
+            skip.eq((pc == before_body) & no_body),
+            following.eq(Mux(loop_back, self.loop_start, Mux(skip, after_body, pc + 1))),
         ]
-        # with LOOP_START 0 and no iterations the program starts past the body
-        past_body = (self.loop_start == 0) & (self.iterations == 0)
-        first = Mux(past_body, self.loop_end + 1, 0)
         # The buffer reads where the pc goes at this edge, so that its output is the word at
         # `pc` (in F). When the pc stays (a stall, or nothing left to fetch) the port is
         # either disabled or its word is never used: an invalid F never enters D as valid.
@@ -120,7 +134,7 @@ class Sequencer(wiring.Component):
         with m.Elif(self.start):
             m.d.sync += [
                 self.f_pc.eq(first),
-                self.f_valid.eq(first < self.program_size),
+                self.f_valid.eq(first_fits),
                 repeat.eq(0),
                 left.eq(self.iterations),
                 self.d_valid.eq(0),
@@ -131,8 +145,7 @@ class Sequencer(wiring.Component):
                     self.f_pc.eq(following),
                     # (`following < PROGRAM_SIZE` case by case: LOOP_START is below it,
                     # and the settings' comparison does not wait for the pc's)
-                    self.f_valid.eq(loop_back | Mux(skip,
-                                                    self.loop_end + 1 < self.program_size,
+                    self.f_valid.eq(loop_back | Mux(skip, after_fits,
                                                     pc + 1 < self.program_size)),
                     repeat.eq(loop_back | (repeat & (pc != self.loop_end))),
                     left.eq(Mux(loop_back, left - 1, left)),
