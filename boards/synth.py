@@ -211,10 +211,10 @@ BLOCKS = {
     "nve": ("hdl.nve:nve",
             PerDevice({"ecp5-85f": {}, "ice40-up5k": {"config": {"local_words": 512,
                                                                  "instruction_words": 256}}}),
-            PerDevice({"ecp5-85f": "NVE core, 16 lanes, 2048-word local buffer (NveConfig "
-                                   "defaults)",
-                       "ice40-up5k": "NVE core, 16 lanes, 512-word local buffer, 256 "
-                                     "instructions"}),
+            PerDevice({"ecp5-85f": "NVE core, 16 lanes (one DSP block each), 2048-word "
+                                   "local buffer (NveConfig defaults)",
+                       "ice40-up5k": "NVE core, 16 lanes (one DSP block each), 512-word "
+                                     "local buffer, 256 instructions"}),
             True),
 }
 
