@@ -8,7 +8,23 @@ from amaranth.utils import exact_log2
 from ..params import check_int
 from .vendor import amaranth_soc
 
-__all__ = ["FirmwareRam"]
+__all__ = ["FirmwareRam", "name_ram_buses", "ram_buses"]
+
+
+def ram_buses(size):
+    """The members of a firmware RAM of ``size`` bytes: ``ibus`` and ``dbus``, 32-bit Wishbone
+    with byte granularity (word addresses)."""
+    sig = wishbone.Signature(addr_width=exact_log2(size) - 2, data_width=32, granularity=8)
+    return {"ibus": wiring.In(sig), "dbus": wiring.In(sig)}
+
+
+def name_ram_buses(ram, size):
+    """Give both buses of ``ram`` (a component with :func:`ram_buses`' members) the memory map
+    of one ``size``-byte resource named ``ram``."""
+    for bus in (ram.ibus, ram.dbus):
+        bus.memory_map = amaranth_soc.memory.MemoryMap(addr_width=exact_log2(size), data_width=8)
+        bus.memory_map.add_resource(ram, name=("ram",), size=size)
+        bus.memory_map.freeze()
 
 wishbone = amaranth_soc.wishbone
 
@@ -34,13 +50,8 @@ class FirmwareRam(wiring.Component):
         check_int("size", size, minimum=8)
         self._size = size
         self._init = tuple(init)
-        sig = wishbone.Signature(addr_width=exact_log2(size) - 2, data_width=32, granularity=8)
-        super().__init__({"ibus": wiring.In(sig), "dbus": wiring.In(sig)})
-        for bus in (self.ibus, self.dbus):
-            bus.memory_map = amaranth_soc.memory.MemoryMap(addr_width=exact_log2(size),
-                                                           data_width=8)
-            bus.memory_map.add_resource(self, name=("ram",), size=size)
-            bus.memory_map.freeze()
+        super().__init__(ram_buses(size))
+        name_ram_buses(self, size)
 
     @property
     def size(self):

@@ -23,11 +23,10 @@ from hls_ref.config import SPRAM_BLOCK_BYTES
 from ..axi import RESP_OKAY
 from ..params import check_int
 from ..target import is_ice40
-from .vendor import amaranth_soc
+from .memory import name_ram_buses, ram_buses
 
 __all__ = ["SpramAxiMemory", "SpramBlock", "SpramRam", "SpramWords"]
 
-wishbone = amaranth_soc.wishbone
 
 #: Words of 16 bits in one block.
 BLOCK_WORDS = SPRAM_BLOCK_BYTES // 2
@@ -140,13 +139,8 @@ class SpramRam(wiring.Component):
     def __init__(self, *, size):
         self._size = size
         self._words = SpramWords(size)
-        sig = wishbone.Signature(addr_width=exact_log2(size) - 2, data_width=32, granularity=8)
-        super().__init__({"ibus": In(sig), "dbus": In(sig)})
-        for bus in (self.ibus, self.dbus):
-            bus.memory_map = amaranth_soc.memory.MemoryMap(addr_width=exact_log2(size),
-                                                           data_width=8)
-            bus.memory_map.add_resource(self, name=("ram",), size=size)
-            bus.memory_map.freeze()
+        super().__init__(ram_buses(size))
+        name_ram_buses(self, size)
 
     @property
     def size(self):
