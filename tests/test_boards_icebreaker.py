@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The iCEBreaker build (``boards.icebreaker``): the SoC's processor and RAM options, the SPRAM
 memories, the UART boot ROM, the top level's pins, and the board monitor and models run over
 the simulated board's UART (the build's top level on Verilator, the SPRAM blocks by their
