@@ -63,7 +63,7 @@ icarus:
 	fi
 
 test: setup
-	$(STRICT) $(PY) -m pytest -n $(JOBS) -m "not slow" $(TESTS)
+	$(STRICT) $(PY) -m pytest -n $(JOBS) -m "not slow" --durations=25 $(TESTS)
 
 test-full: setup
 	$(STRICT) $(PY) -m pytest -n $(JOBS) $(TESTS)
