@@ -170,6 +170,13 @@ class Accelerator(wiring.Component):
             return _select((getattr(dp, name) for dp in dps), active)
 
         # --- registers ------------------------------------------------------------------------
+        # the counters and TILES as the list left them, taken at its end (``finish``: no
+        # command retires then), so they are read while the next list runs
+        finish = Signal()
+        tiles = Signal(32)
+        m.d.comb += finish.eq(seq.done_set | seq.error_set)
+        with m.If(finish):
+            m.d.sync += tiles.eq(seq.progress + seq.retire)
         m.d.comb += [
             seq.start.eq(port("CTRL", "start")),
             seq.desc_addr.eq(port("DESC_ADDR", "value")),
@@ -180,7 +187,7 @@ class Accelerator(wiring.Component):
             port("STATUS", "code").eq(seq.code),
             port("ERR_INDEX", "value").eq(seq.index),
             port("PROGRESS", "value").eq(seq.progress),
-            port("TILES", "value").eq(seq.progress),
+            port("TILES", "value").eq(tiles),
             self.irq.eq(port("CTRL", "irq_enable")
                         & (port("STATUS", "done") | port("STATUS", "error"))),
         ]
@@ -193,6 +200,7 @@ class Accelerator(wiring.Component):
         m.d.comb += [
             counters.clear.eq(seq.started),
             counters.running.eq(seq.running),
+            counters.capture.eq(finish),
             counters.read_beat.eq(dma.rd_data.valid & dma.rd_data.ready),
             counters.write_beat.eq(bus.wvalid & bus.wready),
             counters.write_strobes.eq(bus.wstrb),

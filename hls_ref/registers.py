@@ -269,7 +269,8 @@ def register_map(config):
         *_counter("BYTES_READ", 0x070, "bytes read from external memory (whole beats)"),
         *_counter("BYTES_WRITTEN", 0x078, "bytes written to external memory (strobed)"),
         Register("TILES", 0x080, (
-            Field("value", 0, 32, Access.RO, "commands completed without error"),
+            Field("value", 0, 32, Access.RO, "commands completed without error in the last "
+                  "list (taken at its end)"),
         ), "tiles done"),
     ]
     return RegisterMap(regs)

@@ -193,8 +193,14 @@ def test_read_tracker():
 
 
 def test_performance_counters():
+    """The counts of a list are shown from its end (``capture``, that cycle's counts
+    included) until the next list's end: a started list does not change them."""
     dut = PerformanceCounters()
     got = []
+
+    def shown(ctx):
+        return (ctx.get(dut.cycles), ctx.get(dut.mac_cycles), ctx.get(dut.bytes_read),
+                ctx.get(dut.bytes_written))
 
     async def bench(ctx):
         ctx.set(dut.clear, 1)
@@ -210,14 +216,31 @@ def test_performance_counters():
         ctx.set(dut.write_beat, 0)
         ctx.set(dut.read_beat, 0)
         ctx.set(dut.mac, 0)
-        await ctx.tick().repeat(3)                   # the byte counts arrive two cycles late
+        await ctx.tick().repeat(2)                   # the byte counts arrive two cycles late
+        got.append(shown(ctx))                       # nothing shown before a list ends
+        ctx.set(dut.capture, 1)                      # the list's last cycle
+        await ctx.tick()
+        ctx.set(dut.capture, 0)
+        ctx.set(dut.running, 0)
+        got.append(shown(ctx))
+        ctx.set(dut.clear, 1)                        # the next list starts
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        ctx.set(dut.running, 1)
+        ctx.set(dut.read_beat, 1)
+        await ctx.tick().repeat(3)
+        got.append(shown(ctx))                       # still the first list's
+        ctx.set(dut.read_beat, 0)
+        ctx.set(dut.capture, 1)
+        await ctx.tick()
+        ctx.set(dut.capture, 0)
         ctx.set(dut.running, 0)
         await ctx.tick()
-        got.append((ctx.get(dut.cycles), ctx.get(dut.mac_cycles), ctx.get(dut.bytes_read),
-                    ctx.get(dut.bytes_written)))
+        got.append(shown(ctx))
 
-    _run(dut, bench, 30)
-    assert got == [(7, 3, 32, 8 + 4 + 1)]
+    _run(dut, bench, 40)
+    first = (7, 3, 32, 8 + 4 + 1)
+    assert got == [(0, 0, 0, 0), first, first, (4, 0, 24, 0)]
 
 
 def test_datapath_signature_parameters():
