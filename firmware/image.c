@@ -32,20 +32,28 @@ static void report_layer(uint32_t i, const LayerEntry *e, const LayerResult *r) 
     uart_puts(" cycles\n");
 }
 
-/* Run an accelerator layer: its list on accelerator k, then wait for the interrupt. */
-static uint32_t run_accelerator(unsigned k, const LayerEntry *e, LayerResult *r) {
+static const uint32_t ctrl_start = 1u << ACC_CTRL_START_SHIFT | 1u << ACC_CTRL_IRQ_ENABLE_SHIFT;
+static const uint32_t status_ends = ACC_STATUS_DONE_MASK << ACC_STATUS_DONE_SHIFT
+                                    | ACC_STATUS_ERROR_MASK << ACC_STATUS_ERROR_SHIFT;
+
+/* An accelerator layer's list: its address and count (the accelerator takes them when the
+   list starts, so the next list's are written while one runs). */
+static void prepare_list(unsigned k, const LayerEntry *e) {
     accel_write(k, ACC_DESC_ADDR, e->desc_addr);
     accel_write(k, ACC_DESC_COUNT, e->desc_count);
-    accel_write(k, ACC_CTRL, 1u << ACC_CTRL_START_SHIFT | 1u << ACC_CTRL_IRQ_ENABLE_SHIFT);
+}
+
+/* Wait for accelerator k's interrupt; read STATUS and clear done / error (the interrupt
+   falls). */
+static uint32_t wait_list(unsigned k, LayerResult *r) {
     wait_irq(k);
     uint32_t status = accel_read(k, ACC_STATUS);
-    /* clear done / error: the interrupt falls */
-    accel_write(k, ACC_STATUS, status & (ACC_STATUS_DONE_MASK << ACC_STATUS_DONE_SHIFT
-                                         | ACC_STATUS_ERROR_MASK << ACC_STATUS_ERROR_SHIFT));
+    accel_write(k, ACC_STATUS, status & status_ends);
     r->status = status;
     return status;
 }
 
+/* The counters of the list that ended last (taken at its end: the next list may run). */
 static void read_counters(unsigned k, LayerResult *r) {
     r->acc_cycles = accel_read64(k, ACC_CYCLES_LO);
     if (r->acc_cycles >> 29) {
@@ -60,6 +68,12 @@ static void read_counters(unsigned k, LayerResult *r) {
         r->acc_bytes_written = accel_read(k, ACC_BYTES_WRITTEN_LO);
     }
     r->tiles = accel_read(k, ACC_TILES);
+}
+
+/* A reshape that changes no byte (its output is its input's buffer): nothing runs, and its
+   turn of the layer walk takes no time (0 cycles, no readings). */
+static int is_view(const LayerEntry *e) {
+    return e->engine == ENGINE_PROCESSOR && e->op == OP_RESHAPE && !e->params;
 }
 
 static int run_processor(const LayerEntry *e) {
@@ -167,6 +181,12 @@ uint32_t run_image(const RunBlock *run) {
        difference modulo 2^32 is its bytes */
     uint32_t read = sysctrl_read(SYSCTRL_BUS_READ);
     uint32_t written = sysctrl_read(SYSCTRL_BUS_WRITTEN);
+    /* an accelerator layer followed by an accelerator layer of the same chunk starts that
+       one at the boundary, as soon as it has its status and the boundary's readings, and
+       reads its own counters while the next list runs; the next list's address and count
+       are written while the current one runs. (With the report on, a layer's report reads
+       external memory: no early start.) A view's turn is skipped: its result stays 0. */
+    uint32_t started = 0;  /* layer i's list was started at the previous boundary */
     for (uint32_t i = 0; i < count; ++i) {
         if (i == first + chunk) {
             store_results(results, first, chunk);
@@ -176,23 +196,43 @@ uint32_t run_image(const RunBlock *run) {
         }
         const LayerEntry *e = &chunk_entries[i - first];
         LayerResult *r = &chunk_results[i - first];
+        if (is_view(e) && !report) continue;
+        /* the next layer that runs (views are passed over) */
+        const LayerEntry *next = e + 1, *chunk_end = chunk_entries + chunk;
+        while (next < chunk_end && is_view(next)) ++next;
+        if (next == chunk_end || report || e->engine == ENGINE_PROCESSOR
+            || next->engine == ENGINE_PROCESSOR)
+            next = 0;
         progress(i + 1);
         uint32_t failed = RUN_OK;
+        uint32_t status = 0;
+        unsigned k = e->engine - ENGINE_ACCEL0;
         if (e->engine == ENGINE_PROCESSOR) {
             if (!run_processor(e)) failed = RUN_BAD_LAYER;
         } else {
-            unsigned k = e->engine - ENGINE_ACCEL0;
-            uint32_t status = run_accelerator(k, e, r);
-            read_counters(k, r);
+            if (!started) {
+                prepare_list(k, e);
+                accel_write(k, ACC_CTRL, ctrl_start);
+            }
+            if (next) prepare_list(next->engine - ENGINE_ACCEL0, next);
+            status = wait_list(k, r);
             if (status >> ACC_STATUS_ERROR_SHIFT & ACC_STATUS_ERROR_MASK) {
-                record->code = status >> ACC_STATUS_CODE_SHIFT & ACC_STATUS_CODE_MASK;
-                record->index = accel_read(k, ACC_ERR_INDEX);
                 failed = RUN_ACCEL_ERROR;
+                next = 0;
             }
         }
         uint32_t end = sysctrl_read(SYSCTRL_CYCLES);
         uint32_t read1 = sysctrl_read(SYSCTRL_BUS_READ);
         uint32_t written1 = sysctrl_read(SYSCTRL_BUS_WRITTEN);
+        if (next) accel_write(next->engine - ENGINE_ACCEL0, ACC_CTRL, ctrl_start);
+        started = next != 0;
+        if (e->engine != ENGINE_PROCESSOR) {
+            read_counters(k, r);
+            if (failed != RUN_OK) {
+                record->code = status >> ACC_STATUS_CODE_SHIFT & ACC_STATUS_CODE_MASK;
+                record->index = accel_read(k, ACC_ERR_INDEX);
+            }
+        }
         r->cycles = (uint32_t)(end - now);
         r->bus_read = (uint32_t)(read1 - read);
         r->bus_written = (uint32_t)(written1 - written);

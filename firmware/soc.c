@@ -7,7 +7,8 @@ uint64_t sysctrl_read64(uint32_t offset) {
 }
 
 uint64_t accel_read64(unsigned k, uint32_t offset) {
-    /* the accelerator's counters change only while a list runs: read between lists */
+    /* the accelerator's counters change only at a list's end (a list shorter than these two
+       reads could tear them) */
     uint32_t lo = accel_read(k, offset);
     uint32_t hi = accel_read(k, offset + 4);
     return (uint64_t)hi << 32 | lo;
