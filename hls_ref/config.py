@@ -107,7 +107,11 @@ class DepthwiseConfig:
     * ``store_elements``: output elements the store requantizes per cycle (its requantizers,
       one of :data:`STORE_ELEMENTS`; at most 64 bits of output a cycle, so four at 16 bits);
     * ``pe_dsp``: the ST multipliers are built from DSP blocks (see
-      :class:`hdl.st_multiplier.STMultiplier`).
+      :class:`hdl.st_multiplier.STMultiplier`);
+    * ``banks``: banks of the input PLM (with the weight and quantization registers) and of
+      the output buffer, 1 or 2; each bank holds one command's tile (``plm_pixels``,
+      ``acc_pixels``). With two, a command's loads overlap the previous command's compute
+      and its compute the previous command's store.
     """
 
     lanes: int = 16
@@ -119,11 +123,14 @@ class DepthwiseConfig:
     requantizers: int = 4
     store_elements: int = 8
     pe_dsp: bool = True
+    banks: int = 2
 
     def __post_init__(self):
         for name in ("lanes", "plm_pixels", "acc_pixels", "max_stride", "requantizers"):
             _positive(name, getattr(self, name))
         _store_elements(self.store_elements)
+        if self.banks not in (1, 2):
+            raise ValueError(f"banks must be 1 or 2, not {self.banks!r}")
         if self.lanes % 4:
             raise ValueError(f"lanes must be a multiple of 4, not {self.lanes!r}")
         if len(self.max_kernel) != 2:

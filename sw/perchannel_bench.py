@@ -144,16 +144,21 @@ def _section(table):
     return "\n".join([
         "## Per-channel datapath: cycles on the RTL (Verilator)", "",
         "Regenerate with `make bench` (`tessera bench --write-results`). A build of the "
-        f"per-channel datapath alone ({s.lanes} lanes, input PLM of {s.plm_pixels} pixels, "
-        f"output buffer of {s.acc_pixels} pixels, a store of {s.store_elements} "
-        "requantizers); every layer compiled by "
+        f"per-channel datapath alone ({s.lanes} lanes, {s.banks} bank(s) of input PLM of "
+        f"{s.plm_pixels} pixels and of output buffer of {s.acc_pixels} pixels, a store of "
+        f"{s.store_elements} requantizers); every layer compiled by "
         "`sw.perchannel_compile` and run from its descriptor list, with AxiRam answering one "
         "64-bit beat per cycle after its latency; cycles, MAC cycles, commands and bytes are "
         "the accelerator's own counters (one list per layer). MACs = outputs x channels x "
         "kernel taps (a pool: its inputs); utilisation = MACs / (cycles x lanes x products per "
         "ST operation); core utilisation: the same over the cycles from the first to the last "
-        "MAC; idle = cycles in that span without a MAC. A command's loads overlap the "
-        "previous command's store; its compute waits for that store (one output buffer). "
-        "Bit-exact: the memory image and counters equal the golden model's and the "
+        "MAC; idle = cycles in that span without a MAC. "
+        + ("With two banks a command's loads overlap the previous command's compute and its "
+           "compute the previous command's store; the compiler chooses the row stripe by "
+           "the estimate of that overlap (`sw.perchannel_compile.schedule_cycles`). "
+           if s.banks == 2 else
+           "With one bank a command's loads overlap the previous command's store only; its "
+           "compute waits for that store. ")
+        + "Bit-exact: the memory image and counters equal the golden model's and the "
         "golden output equals the golden network run's (itself LiteRT-exact).", "",
         table])

@@ -9,9 +9,10 @@ a graph lowered to descriptor lists (``hls_ref.perchannel``, ``sw.perchannel_pro
   :class:`sw.lowering.CompileError` naming it (a pool whose window is not the whole input, a
   depth multiplier, an add whose shifted inputs overflow); such layers run on the host.
 * :func:`perchannel_tiling` chooses the tiles on a build: channel blocks of the datapath's
-  ``lanes``, and the row stripe with the lowest DMA cost (seed 000's ``T = C + s*p + n*t`` of
-  the tiling compiler, ``sw.tiling.cost``, summed over the exact requests of every command)
-  among those the input PLM holds. A layer the build cannot run raises
+  ``lanes``, and the row stripe with the fewest estimated cycles among those the input PLM
+  and output buffer hold (:func:`schedule_cycles`: each command's loads and store over its
+  exact requests at one beat a cycle, its compute at the datapath's rate, overlapped as the
+  build's ``banks`` allow). A layer the build cannot run raises
   :class:`sw.tiling.capacity.TilingError` naming the layer, the limit and the smallest build
   that would run it.
 * :func:`compile_perchannel` does both and builds the program.
@@ -22,19 +23,26 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hls_ref import Precision
-from hls_ref.descriptor import Mode
+from hls_ref.descriptor import DESCRIPTOR_BEATS, Mode
 from hls_ref.formats import QuantBlock
 from hls_ref.invocation import ACC_BITS, Command
-from hls_ref.perchannel import add_qblock, load_requests, pool_scale, store_request
+from hls_ref.perchannel import (
+    add_qblock,
+    geometry,
+    load_requests,
+    mac_cycles,
+    pool_scale,
+    store_request,
+)
 
+from .conv2d_cycles import REQUEST_CYCLES
 from .graph import Add, AveragePool2D, DepthwiseConv2D
 from .lowering import CompileError, lower_layer
 from .perchannel_program import add_program, avg_pool_program, depthwise_program
 from .tiling.capacity import TilingError
-from .tiling.cost import DEFAULT_COST
 
 __all__ = ["PerChannelLayer", "PerChannelTiling", "compile_perchannel", "lower_perchannel",
-           "perchannel_tiling"]
+           "perchannel_tiling", "schedule_cycles"]
 
 
 @dataclass
@@ -56,7 +64,7 @@ class PerChannelTiling:
 
     rows: int
     commands: int
-    dma_cycles: float
+    cycles: int                # :func:`schedule_cycles`
     beats: int
 
 
@@ -227,28 +235,67 @@ def _stripes(layer, section):
     return [rows for rows in range(1, h + 1) if rows * w <= section.plm_pixels]
 
 
-def _dma_figures(program, section, cost):
-    """(DMA cycles of the cost model, beats) of every load and store of ``program``."""
-    calls = segments = beats = 0
+#: Cycles a command's compute takes beyond its operations (hand-offs between the stages,
+#: the window's start and the pipeline's drain), for :func:`schedule_cycles`.
+COMMAND_OVERHEAD = 20
+
+
+def _compute_cycles(desc, section):
+    """Cycles of one command's compute: its MAC cycles (``hls_ref.perchannel.mac_cycles``),
+    an add's ``requantizers / 2`` lanes of a pixel a cycle, and :data:`COMMAND_OVERHEAD`."""
+    if desc.mode == Mode.ADD:
+        ops = geometry(desc).pixels * -(-2 * section.lanes // section.requantizers)
+    else:
+        ops = mac_cycles(desc)
+    return ops + COMMAND_OVERHEAD
+
+
+def _request_cycles(requests):
+    """The memory answers one beat a cycle, each request after :data:`REQUEST_CYCLES`."""
+    return sum(len(r.beats()) + REQUEST_CYCLES for r in requests if r is not None)
+
+
+def schedule_cycles(program, section):
+    """Estimated cycles of ``program`` on the per-channel datapath ``section``: each
+    command's descriptor fetch and loads, compute (:func:`_compute_cycles`) and store (one
+    beat a cycle after :data:`REQUEST_CYCLES`, as conv2d's estimate
+    ``sw.conv2d_cycles``), in the order the datapath's stages allow. With ``section.banks``
+    2 a command's loads start when the previous command's compute does and its compute once
+    the previous command has been handed to the store; with 1, its loads wait for the
+    previous compute and its compute for the previous store."""
+    two = section.banks == 2
+    load_end = comp_start = handoff = store_end = 0
+    for desc in program.descriptors:
+        loads = DESCRIPTOR_BEATS + _request_cycles(load_requests(desc, section))
+        load_start = max(load_end, comp_start if two else handoff)
+        load_end = load_start + loads
+        comp_start = max(load_end, handoff if two else store_end)
+        comp_end = comp_start + _compute_cycles(desc, section)
+        handoff = max(comp_end, store_end)
+        store_end = handoff + (_request_cycles([store_request(desc)]) if desc.q_flag else 0)
+    return store_end
+
+
+def _dma_beats(program, section):
+    """Beats of every load and store of ``program``."""
+    beats = 0
     for desc in program.descriptors:
         requests = [r for r in load_requests(desc, section) if r is not None]
         if desc.q_flag:
             requests.append(store_request(desc))
-        for request in requests:
-            calls += 1
-            segments += len(request.segments())
-            beats += len(request.beats())
-    return cost.cycles(calls, segments, beats), beats
+        beats += sum(len(r.beats()) for r in requests)
+    return beats
 
 
-def perchannel_tiling(layer, inputs, config, cost=DEFAULT_COST):
-    """The stripe with the lowest DMA cost on ``config`` (ties: fewer beats, then fewer
-    commands), a :class:`PerChannelTiling`."""
+def perchannel_tiling(layer, inputs, config):
+    """The stripe with the fewest estimated cycles on ``config`` (:func:`schedule_cycles`;
+    ties: fewer beats, then fewer commands), a :class:`PerChannelTiling`."""
     _check_build(layer, config)
     best = None
     for rows in _stripes(layer, config.depthwise):
         program = _program(layer, inputs, config, rows, seed=None)
-        cycles, beats = _dma_figures(program, config.depthwise, cost)
+        cycles = schedule_cycles(program, config.depthwise)
+        beats = _dma_beats(program, config.depthwise)
         key = (cycles, beats, program.count)
         if best is None or key < best[0]:
             best = (key, PerChannelTiling(rows, program.count, cycles, beats))

@@ -9,7 +9,7 @@ from sim.runner import SIMULATORS, Design, run_cocotb
 
 pytestmark = pytest.mark.cocotb
 
-#: A small per-channel datapath (4 lanes of LUT-built PEs) without conv2d.
+#: A small per-channel datapath (4 lanes of LUT-built PEs, two banks) without conv2d.
 PC_L4 = {"conv": False, "depthwise": {"lanes": 4, "plm_pixels": 256, "acc_pixels": 64,
                                       "pe_dsp": False}}
 
@@ -45,9 +45,11 @@ def test_perchannel_fuzz_and_every_case(sim):
                                  "TESSERA_PC_LAYERS": "45"}) == 3
 
 
-#: The per-channel datapath beside a small conv2d datapath behind one socket.
+#: The per-channel datapath (with one bank: each command's loads wait for the previous
+#: compute, its compute for the previous store) beside a small conv2d datapath behind one
+#: socket.
 PC_BESIDE_CONV = {"pes": 4, "plm_in_words": 2048, "plm_w_words": 2048, "plm_acc_words": 1024,
-                  "max_width": 64, "depthwise": PC_L4["depthwise"]}
+                  "max_width": 64, "depthwise": {**PC_L4["depthwise"], "banks": 1}}
 
 
 @pytest.mark.slow

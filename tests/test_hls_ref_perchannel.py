@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hls_ref import Precision
 from hls_ref.config import DEFAULT_CONFIG, PERCHANNEL_CONFIG, AcceleratorConfig, DepthwiseConfig
-from hls_ref.descriptor import DESCRIPTOR_BYTES, Descriptor, ErrorCode, Mode, Op
+from hls_ref.descriptor import DESCRIPTOR_BEATS, DESCRIPTOR_BYTES, Descriptor, ErrorCode, Mode, Op
 from hls_ref.invocation import (
     AddAccelerator,
     Command,
@@ -23,7 +23,14 @@ from hls_ref.invocation import (
     avg_pool2d_tiled,
 )
 from hls_ref.layers import AddParams
-from hls_ref.perchannel import add_params, add_qblock, mac_cycles, pool_scale
+from hls_ref.perchannel import (
+    add_params,
+    add_qblock,
+    load_requests,
+    mac_cycles,
+    pool_scale,
+    store_request,
+)
 from hls_ref.quant import multiply_by_quantized_multiplier
 from hls_ref.socket import SocketModel
 from sw.fixtures import random_splits
@@ -456,3 +463,33 @@ def test_adds_whose_32_bit_intermediates_could_wrap_are_refused(monkeypatch):
         monkeypatch.setattr(compiler, "_derived", lambda graph, op, params=params: params)
         with pytest.raises(CompileError, match=rf"^{op.name}: .*{message}"):
             compiler.lower_perchannel(graph, op)
+
+
+def test_the_schedule_estimate_overlaps_what_the_banks_allow():
+    """With two banks the compute-bound DS-CNN depthwise layer costs its first load, every
+    command's compute and its last store; with one bank each command's loads and store add."""
+    from sw.conv2d_cycles import REQUEST_CYCLES
+    from sw.perchannel_compile import COMMAND_OVERHEAD, schedule_cycles
+
+    graph = load_model("dscnn")
+    op = next(o for o in graph.ops if o.kind == "dwconv2d")
+    x = np.zeros(graph.tensor(op.inputs[0]).shape[1:], np.int64)
+    two, one = (AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=8, banks=banks))
+                for banks in (2, 1))
+    program, tiling, _ = compile_perchannel(graph, op, [x], two)
+    descs = program.descriptors
+    assert len(descs) == 8 and tiling.cycles == schedule_cycles(program, two.depthwise)
+
+    def cost(requests):
+        return sum(len(r.beats()) + REQUEST_CYCLES for r in requests if r is not None)
+
+    compute = 25 * 5 * 5 + COMMAND_OVERHEAD       # 25x5 outputs, 5 tap pairs each
+    loads = [DESCRIPTOR_BEATS + cost(load_requests(d, two.depthwise)) for d in descs]
+    stores = [cost([store_request(d)]) for d in descs]
+    assert max(loads + stores) < compute
+    assert schedule_cycles(program, two.depthwise) == loads[0] + 8 * compute + stores[-1]
+    assert schedule_cycles(program, one.depthwise) == loads[0] + sum(
+        compute + max(load, store) for load, store in zip(loads[1:], stores)) + compute \
+        + stores[-1]
+    with pytest.raises(ValueError, match=r"^banks must be 1 or 2, not 3$"):
+        DepthwiseConfig(banks=3)

@@ -2,13 +2,14 @@
 pooling and the element-wise add (descriptor ``op`` 2, ``docs/perchannel.md``).
 
 It implements :class:`hdl.socket.signature.DatapathSignature` with the blocks of
-``hdl/perchannel/``, one command at a time:
+``hdl/perchannel/``, in three stages (front end, compute, store) that hold a command each:
 
 1. **checks** -- :class:`hdl.perchannel.checks.PerChannelChecks` gives the first failing
    rule's code (``hls_ref.perchannel.check``), then the command's geometry and DMA requests
    are registered over a few cycles (the golden model's merged segments, so that the byte
    counts agree);
-2. **loads** -- once the previous command's compute has ended, three requests back to back
+2. **loads** -- into the next of the ``banks`` input banks (with one bank: once the previous
+   command's compute has ended), three requests back to back
    (tags 1-3, ``hls_ref.perchannel.load_requests``): the input tile through
    :class:`~hdl.perchannel.loader.PixelLoader` into the input PLM (two memories by row
    parity), then the weight blob into the weight registers, or an add's input B through the
@@ -16,20 +17,23 @@ It implements :class:`hdl.socket.signature.DatapathSignature` with the blocks of
    :class:`hdl.loaders.QuantLoader`;
 3. **verdict** -- when every read has completed: refused with ``AXI_READ`` (an error
    response), ``BAD_QBLOCK`` (a block of the wrong entry count or with double scaling), or 0
-   after a failed store; otherwise accepted and handed to the back end;
+   after a failed store; otherwise accepted and handed to the compute stage when it is free,
+   which takes copies of the weights and the quantization block;
 4. **compute** -- :class:`~hdl.perchannel.core.DepthwiseCore` (depthwise, or a pool's sum
    with a weight of one) or :class:`~hdl.perchannel.add.AddUnit` into the output buffer
-   (``acc_pixels`` rows of ``lanes`` sums); a depthwise output and a pool start from the
+   (``acc_pixels`` rows of ``lanes`` sums per bank); a depthwise output and a pool start from the
    block's biases, a pool with ``acc_flag`` from the previous pool's sums (kept in registers);
-5. **store** -- conv2d's :class:`hdl.store.StoreUnit` requantizes and packs the tile (an add's
-   output entry scales every lane), and the command retires when its write completes.
+5. **store** -- once the store stage is free (the requantization copied, the output bank
+   handed over), conv2d's :class:`hdl.store.StoreUnit` requantizes and packs the tile (an
+   add's output entry scales every lane), and the command retires when its write completes.
 
-A command's loads overlap the previous command's store (which keeps a copy of its
-requantization); its compute waits for that store (one output buffer). The socket fetches and
-checks the next descriptor meanwhile.
+With two banks (``DepthwiseConfig.banks``) a command's loads overlap the previous command's
+compute and its compute the previous command's store; with one, its loads wait for the
+previous compute and its compute for the previous store. The socket fetches and checks the
+next descriptor meanwhile. After a failed store the computed command is dropped.
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, memory, wiring
 
 from hls_ref.config import AcceleratorConfig
@@ -143,9 +147,15 @@ class PerChannelDatapath(wiring.Component):
         d = self.desc.payload.desc
         layout = _command_layout(addr_width, acc_bits, lanes)
         rec = Signal(layout, reset_less=True)       # the command being checked and loaded
-        cur = Signal(layout, reset_less=True)       # the command in the back end
-        back_busy = Signal()
-        compute_free = Signal()                     # the back end computes nothing
+        cur = Signal(layout, reset_less=True)       # the command being computed
+        stc = Signal(layout, reset_less=True)       # the command being stored
+        bank_bits = s.banks - 1
+        f_bank = Signal(bank_bits)                  # the bank the front end loads
+        c_bank = Signal(bank_bits)                  # the input bank of the computed command
+        o_bank = Signal(bank_bits)                  # the output bank it computes into
+        s_bank = Signal(bank_bits)                  # the output bank being stored
+        load_free = Signal()                        # the front end's bank may be loaded
+        take_ready = Signal()                       # the compute stage may take a command
         pool_pending = Signal()                     # a pool's partial sums wait
 
         # --- checks and geometry ------------------------------------------------------------
@@ -293,11 +303,11 @@ class PerChannelDatapath(wiring.Component):
                 ]
                 m.next = "WAIT"
             with m.State("WAIT"):
-                # the previous command must have been computed (one input PLM and weight
-                # set; its store keeps a copy of its requantization)
+                # one bank: the previous command must have been computed (the compute stage
+                # keeps copies of the weights and the quantization block)
                 with m.If(self.stop):
                     m.next = "IDLE"
-                with m.Elif(compute_free):
+                with m.Elif(load_free):
                     m.d.sync += [req_valid.eq(1), phase_b.eq(0), w_beat.eq(0)]
                     m.next = "LOAD_2"
             with m.State("LOAD_2"):
@@ -323,16 +333,17 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(~req_valid & self.rd_idle):
                     m.next = "SETTLE"
             with m.State("SETTLE"):
-                # the loader writes a pixel the cycle after its last beat; the back end takes
-                # the command once the previous one is stored
-                with m.If(~back_busy):
+                # the loader writes a pixel the cycle after its last beat; the compute stage
+                # takes the command once it has handed the previous one to the store
+                with m.If(take_ready):
                     m.next = "VERDICT"
             with m.State("VERDICT"):
                 m.next = "IDLE"
                 with m.If(~verdict_fail):
-                    m.d.sync += [cur.eq(rec), pool_pending.eq(pool)]
+                    m.d.sync += [cur.eq(rec), pool_pending.eq(pool), c_bank.eq(f_bank),
+                                 f_bank.eq(f_bank + 1)]
 
-        started_loads = front.ongoing("WAIT") & ~self.stop & compute_free
+        started_loads = front.ongoing("WAIT") & ~self.stop & load_free
         deciding = front.ongoing("VERDICT")
         refused = front.ongoing("CODE") & (checks.code != 0)
         stopped = front.ongoing("WAIT") & self.stop
@@ -382,22 +393,35 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(w_beat == n):
                     m.d.sync += w_flat[64 * n:64 * n + width].eq(beat.data[:width])
 
-        # --- the input PLM: two memories by row parity ----------------------------------------
+        # the compute stage's copies of the weights and the quantization block, taken with
+        # the command (the front end then loads the next command's)
+        c_weights = Signal.like(weights)
+        cq = Signal.like(q_loader.q)
+        with m.If(go):
+            m.d.sync += [c_weights.eq(weights), cq.eq(q_loader.q)]
+
+        # --- the input PLM: two memories by row parity, ``banks`` banks each -----------------
         for k in range(2):
-            mem = memory.Memory(shape=unsigned(16 * lanes), depth=s.plm_pixels, init=[])
+            mem = memory.Memory(shape=unsigned(16 * lanes), depth=_depth(s.plm_pixels, s.banks),
+                                init=[])
             m.submodules[f"in_plm{k}"] = mem
             wr, rd = mem.write_port(), mem.read_port()
+            rd_addr = Mux(cur.mode == Mode.ADD, add.rd[k].addr, core.rd[k].addr)
             m.d.comb += [
-                wr.addr.eq(loader.wr_addr), wr.data.eq(loader.wr_data),
+                wr.addr.eq(Cat(loader.wr_addr, f_bank)), wr.data.eq(loader.wr_data),
                 wr.en.eq(loader.wr_en & ((loader.wr_memory ^ phase_b) == k)),
-                rd.addr.eq(Mux(cur.mode == Mode.ADD, add.rd[k].addr, core.rd[k].addr)),
+                rd.addr.eq(Cat(rd_addr, c_bank)),
                 rd.en.eq(1),
                 core.rd[k].data.eq(rd.data), add.rd[k].data.eq(rd.data),
             ]
 
-        # --- the back end: compute, store, retire -------------------------------------------
+        # --- the back end: compute, then store and retire -----------------------------------
+        # The compute stage hands a computed command to the store stage once that one is idle
+        # (its output bank and requantization copied); with two output banks it then computes
+        # the next command into the other bank while the store drains this one.
         sums = data.ArrayLayout(signed(32), lanes)
-        m.submodules.out_buf = out_buf = memory.Memory(shape=sums, depth=s.acc_pixels, init=[])
+        m.submodules.out_buf = out_buf = memory.Memory(
+            shape=sums, depth=_depth(s.acc_pixels, s.banks), init=[])
         ob_wr, ob_rd = out_buf.write_port(), out_buf.read_port()
         pool_acc = Signal(sums, reset_less=True)
         out_row = Signal(acc_bits)
@@ -405,10 +429,12 @@ class PerChannelDatapath(wiring.Component):
         cur_add = cur.mode == Mode.ADD
         st_go = Signal()
         st_req_valid = Signal()
+        handoff = Signal()               # the computed command moves to the store stage
+        drop = Signal()                  # a store failed: the computed command is dropped
         m.d.sync += st_go.eq(0)
         with m.If(st_req_valid & self.wr_req.ready):
             m.d.sync += st_req_valid.eq(0)
-        with m.FSM(name="perchannel_back") as back:
+        with m.FSM(name="perchannel_compute") as comp:
             with m.State("IDLE"):
                 with m.If(go):
                     m.next = "START"
@@ -419,27 +445,36 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(~core.busy & ~add.busy & ~add.wr_en):
                     m.next = "DONE"
             with m.State("DONE"):
-                with m.If(cur.q_flag):
+                with m.If(handoff | drop):
+                    m.d.sync += o_bank.eq(o_bank + (s.banks - 1))
+                    m.next = "IDLE"
+        with m.FSM(name="perchannel_store") as stf:
+            with m.State("IDLE"):
+                with m.If(handoff & cur.q_flag):
                     m.d.sync += [st_go.eq(1), st_req_valid.eq(1)]
                     m.next = "STORE"
-                with m.Else():
-                    m.next = "IDLE"
             with m.State("STORE"):
                 with m.If(~st_go & ~store.busy & ~st_req_valid):
                     m.next = "RESPONSE"
             with m.State("RESPONSE"):
                 with m.If(self.wr_done.valid):
                     m.next = "IDLE"
-        starting = back.ongoing("START")
+        m.d.comb += [
+            handoff.eq(comp.ongoing("DONE") & stf.ongoing("IDLE") & ~self.stop),
+            drop.eq(comp.ongoing("DONE") & self.stop),
+        ]
+        with m.If(handoff):
+            m.d.sync += [stc.eq(cur), s_bank.eq(o_bank)]
+        starting = comp.ongoing("START")
         m.d.comb += [
             core.start.eq(starting & ~cur_add), core.pool.eq(cur_pool), core.cmd.eq(cur.window),
-            core.weights.eq(weights), core.o.ready.eq(1),
+            core.weights.eq(c_weights), core.o.ready.eq(1),
             add.start.eq(starting & cur_add), add.cmd.eq(cur.add),
-            add.params.zero_point[0].eq(q.bias[0]), add.params.zero_point[1].eq(q.bias[1]),
-            add.params.multiplier[0].eq(q.multiplier[0]),
-            add.params.multiplier[1].eq(q.multiplier[1]),
-            add.params.shift[0].eq(q.shift[0]), add.params.shift[1].eq(q.shift[1]),
-            add.params.left_shift.eq(q.bias[2][:5]),
+            add.params.zero_point[0].eq(cq.bias[0]), add.params.zero_point[1].eq(cq.bias[1]),
+            add.params.multiplier[0].eq(cq.multiplier[0]),
+            add.params.multiplier[1].eq(cq.multiplier[1]),
+            add.params.shift[0].eq(cq.shift[0]), add.params.shift[1].eq(cq.shift[1]),
+            add.params.left_shift.eq(cq.bias[2][:5]),
         ]
         # a depthwise output or a pool: the sums plus the biases (a pool with acc_flag: plus
         # the previous pool's sums)
@@ -447,7 +482,7 @@ class PerChannelDatapath(wiring.Component):
         total = Signal(sums)
         for lane in range(lanes):
             m.d.comb += [
-                start_sums[lane].eq(Mux(cur_pool & cur.acc_flag, pool_acc[lane], q.bias[lane])),
+                start_sums[lane].eq(Mux(cur_pool & cur.acc_flag, pool_acc[lane], cq.bias[lane])),
                 total[lane].eq((start_sums[lane] + core.o.payload[lane])[:32].as_signed()),
             ]
         taken = core.o.valid
@@ -456,43 +491,50 @@ class PerChannelDatapath(wiring.Component):
             with m.If(cur_pool):
                 m.d.sync += pool_acc.eq(total)
         m.d.comb += [
-            ob_wr.addr.eq(Mux(cur_add, add.wr_addr, Mux(cur_pool, 0, out_row))),
+            ob_wr.addr.eq(Cat(Mux(cur_add, add.wr_addr, Mux(cur_pool, 0, out_row)), o_bank)),
             ob_wr.data.eq(Mux(cur_add, add.wr_data, total)),
             ob_wr.en.eq(Mux(cur_add, add.wr_en, taken)),
-            ob_rd.addr.eq(store.acc_rd.addr[:acc_bits]), ob_rd.en.eq(1),
+            ob_rd.addr.eq(Cat(store.acc_rd.addr[:acc_bits], s_bank)), ob_rd.en.eq(1),
             store.acc_rd.data.eq(ob_rd.data),
         ]
 
         # the store's requantization: the block's zero point and clamp (ReLU and the output
-        # width folded in), each lane's multiplier and shift (an add: the output entry's)
+        # width folded in), each lane's multiplier and shift (an add: the output entry's),
+        # copied with the command
         width_min = Mux(cur.store.out_bits == 0, -8, Mux(cur.store.out_bits == 1, -128, -32768))
         width_max = Mux(cur.store.out_bits == 0, 7, Mux(cur.store.out_bits == 1, 127, 32767))
-        low = Mux(cur.relu & (q.zero_point > q.act_min), q.zero_point, q.act_min)
-        # (copied as the command's compute ends: the next command's block may then load)
-        with m.If(back.ongoing("DONE")):
-            m.d.sync += [store.q.zero_point.eq(q.zero_point),
+        low = Mux(cur.relu & (cq.zero_point > cq.act_min), cq.zero_point, cq.act_min)
+        with m.If(handoff):
+            m.d.sync += [store.q.zero_point.eq(cq.zero_point),
                          store.q.low.eq(Mux(low > width_min, low, width_min)),
-                         store.q.high.eq(Mux(q.act_max < width_max, q.act_max, width_max))]
+                         store.q.high.eq(Mux(cq.act_max < width_max, cq.act_max, width_max))]
             for lane in range(lanes):
                 m.d.sync += [
-                    store.q.multiplier[lane].eq(Mux(cur_add, q.multiplier[2],
-                                                    q.multiplier[lane])),
-                    store.q.shift[lane].eq(Mux(cur_add, q.shift[2], q.shift[lane])),
+                    store.q.multiplier[lane].eq(Mux(cur_add, cq.multiplier[2],
+                                                    cq.multiplier[lane])),
+                    store.q.shift[lane].eq(Mux(cur_add, cq.shift[2], cq.shift[lane])),
                 ]
-        answered = back.ongoing("RESPONSE") & self.wr_done.valid
+        answered = stf.ongoing("RESPONSE") & self.wr_done.valid
         m.d.comb += [
-            store.start.eq(st_go), store.cfg.eq(cur.store),
-            self.wr_req.valid.eq(st_req_valid), self.wr_req.payload.eq(cur.store_req),
+            store.start.eq(st_go), store.cfg.eq(stc.store),
+            self.wr_req.valid.eq(st_req_valid), self.wr_req.payload.eq(stc.store_req),
             self.wr_data.valid.eq(store.beats.valid), self.wr_data.payload.eq(store.beats.payload),
             store.beats.ready.eq(self.wr_data.ready),
-            self.wr_done.ready.eq(back.ongoing("RESPONSE")),
+            self.wr_done.ready.eq(stf.ongoing("RESPONSE")),
             self.write_error.eq(answered & self.wr_done.payload.err),
-            self.error_index.eq(cur.index),
-            self.retire.eq((back.ongoing("DONE") & ~cur.q_flag)
-                           | (answered & ~self.wr_done.payload.err)),
-            back_busy.eq(~back.ongoing("IDLE")),
-            compute_free.eq(back.ongoing("IDLE") | back.ongoing("STORE")
-                            | back.ongoing("RESPONSE")),
-            self.busy.eq(~back.ongoing("IDLE") | go),
+            self.error_index.eq(stc.index),
+            self.retire.eq((handoff & ~cur.q_flag) | (answered & ~self.wr_done.payload.err)),
+            # one input bank: the next loads wait for the compute; one output bank: the next
+            # compute waits for the store
+            load_free.eq(comp.ongoing("IDLE") & ~go if s.banks == 1 else 1),
+            take_ready.eq(comp.ongoing("IDLE")
+                          & (stf.ongoing("IDLE") if s.banks == 1 else 1)),
+            self.busy.eq(~comp.ongoing("IDLE") | ~stf.ongoing("IDLE") | go),
         ]
         return m
+
+
+def _depth(rows, banks):
+    """Rows of a memory of ``banks`` banks of ``rows`` rows, bank ``b`` from row
+    ``b << address_bits(rows)`` (its address: the bank number above a bank's row)."""
+    return rows + (banks - 1) * (1 << address_bits(rows))
