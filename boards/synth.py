@@ -104,12 +104,12 @@ ICE40_SOC = SocConfig(accelerators=(), ram_bytes=8192, cache_bytes=1024)
 ICE40_SOC_NOCACHE = replace(ICE40_SOC, cache_bytes=0)
 ICE40_SOC_RV32I = replace(ICE40_SOC_NOCACHE, muldiv=False)
 #: The smallest accelerators the socket can have, for the iCE40UP5K beside that SoC: the
-#: per-channel datapath with its fewest lanes (4) and the conv2d datapath with its fewest PEs
-#: (4: a beat holds four weights), each
-#: with one configuration (8x8: plain products, DSP blocks) and small PLMs.
+#: per-channel datapath with its fewest lanes (4) and one bank, and the conv2d datapath with
+#: its fewest PEs (4: a beat holds four weights), each with one configuration (8x8: plain
+#: products, DSP blocks) and small PLMs.
 ICE40_PERCHANNEL_MIN = AcceleratorConfig(
     conv=False, depthwise=DepthwiseConfig(lanes=4, precisions=("a8w8",), plm_pixels=64,
-                                          acc_pixels=16))
+                                          acc_pixels=16, banks=1))
 ICE40_CONV2D_MIN = AcceleratorConfig(pes=4, precisions=("a8w8",), plm_in_words=256,
                                      plm_w_words=256, plm_acc_words=64, max_width=64)
 ICE40_SOC_SPRAM = replace(ICE40_SOC_RV32I, ram="spram", ram_bytes=2 * SPRAM_BLOCK_BYTES,
@@ -175,8 +175,9 @@ BLOCKS = {
            f"{FC_CONFIG.fc.st_units} ST units, batches of {FC_CONFIG.fc.max_batch})", True),
     "perchannel_l4": ("hdl.accelerator:accelerator",
                       PerDevice({"ecp5-85f": {"config": PERCHANNEL_L4_CONFIG.as_dict()}}),
-                      "per-channel accelerator: the socket and the per-channel datapath (4 "
-                      "lanes of DSP-built PEs, input PLM of 1024 pixels, output buffer of 256)",
+                      f"per-channel accelerator: the socket and the per-channel datapath (4 "
+                      f"lanes of DSP-built PEs, {PERCHANNEL_L4_CONFIG.depthwise.banks} banks "
+                      f"of input PLM of 1024 pixels and of output buffer of 256)",
                       True),
     "soc_cpu": ("hdl.soc.soc:soc",
                 PerDevice({"ecp5-85f": SocConfig(accelerators=()).as_dict(),
