@@ -197,9 +197,16 @@ class NveCore(wiring.Component):
         m.d.comb += self.busy.eq(state != _State.IDLE)
 
         # ---- streams: a registered input (two words may wait in it) and the output buffer
-        m.submodules.input = in_buf = ResetInserter(self.abort)(RegisterSlice(word_bits))
-        wiring.connect(m, wiring.flipped(self.i_stream), in_buf.i)
+        # (each word's legality as an instruction is found on its way in and kept with it, so
+        # that the load's checks start from a register)
+        m.submodules.input = in_buf = ResetInserter(self.abort)(RegisterSlice(word_bits + 1))
+        m.d.comb += [
+            in_buf.i.payload.eq(Cat(self.i_stream.payload,
+                                    legal_word(self.i_stream.payload, config))),
+            in_buf.i.valid.eq(self.i_stream.valid), self.i_stream.ready.eq(in_buf.i.ready),
+        ]
         word_in = in_buf.o
+        word = word_in.payload[:word_bits]
         m.submodules.output = out_fifo = ResetInserter(self.abort)(
             fifo.SyncFIFOBuffered(width=word_bits + 1, depth=_FIFO_DEPTH))
         m.d.comb += [
@@ -299,7 +306,7 @@ class NveCore(wiring.Component):
             lb.x_op[0].eq(x_mema), lb.x_op[1].eq(x_memb),
             lb.x_address[0].eq(agu.x_address[0][:config.addr_bits]),
             lb.x_address[1].eq(agu.x_address[1][:config.addr_bits]),
-            lb.x_data.eq(word_in.payload), lb.m_ro.eq(actu.ro),
+            lb.x_data.eq(word), lb.m_ro.eq(actu.ro),
             word_in.ready.eq(Mux(state == _State.LOAD, 1, en & x_take)),
             wreg.en.eq(en), wreg.clear.eq(clear), wreg.x_op.eq(x_wreg),
             wreg.latch_a.eq(lb.latch[0]),
@@ -383,7 +390,7 @@ class NveCore(wiring.Component):
         count = Signal.like(self.program_size)  # instruction words loaded
         bad, bad_pc = Signal(), Signal(pc_bits)
         legal = Signal()
-        m.d.comb += legal.eq(legal_word(word_in.payload, config))
+        m.d.comb += legal.eq(word_in.payload[word_bits])
         drained = ~m_valid & ~w_valid & ~r_stage & ~x_valid
         issued_all = ~seq.f_valid & ~seq.d_valid & ~x_valid
         last_pc = Signal(pc_bits)
@@ -391,7 +398,7 @@ class NveCore(wiring.Component):
             m.d.sync += last_pc.eq(x_pc)
         m.d.comb += [hz.end.eq(0), hz.end_pc.eq(last_pc)]
         m.d.comb += [
-            seq.w_addr.eq(count), seq.w_data.eq(word_in.payload),
+            seq.w_addr.eq(count), seq.w_data.eq(word),
             seq.w_en.eq((state == _State.LOAD) & word_in.valid),
         ]
         m.d.sync += clear.eq(0)  # a one-cycle pulse (the assignments below set it)
