@@ -10,7 +10,8 @@ cleared by a start (while idle) or by writing 1. Unmapped offsets answer ``SLVER
 
 Bus behaviour (as :class:`hdl.csr.CsrBank`): the write address and data are accepted
 independently, the write happens once both are in and the previous response was taken; one
-read at a time, its data sampled the cycle after its address is accepted. Byte strobes apply
+read at a time, a register's data sampled the cycle after its address is accepted, a LUT word's
+a cycle later (the LUT's block RAM output is registered before the read data). Byte strobes apply
 to register fields and select the LUT entries written (entry ``4r + k`` is byte ``k`` of word
 ``r``).
 """
@@ -205,10 +206,15 @@ class NveHost(wiring.Component):
 
         registers = functools.reduce(operator.or_, (
             Mux(hit, value(register), 0) for register, hit in zip(self._regmap, read_hits)))
-        with m.If(ar_full):
+        # a LUT word waits a cycle in `lut_data` (off the block RAM's output, whose clock to
+        # output delay leaves no time for the multiplexer in front of the read data)
+        lut_data, lut_held = Signal(32), Signal()
+        with m.If(ar_full & read_lut & ~lut_held):
+            m.d.sync += [lut_held.eq(1), lut_data.eq(self.lut_r_data)]
+        with m.Elif(ar_full):
             m.d.sync += [
-                ar_full.eq(0), bus.rvalid.eq(1),
-                bus.rdata.eq(Mux(read_lut, Mux(read_refused, 0, self.lut_r_data), registers)),
+                ar_full.eq(0), lut_held.eq(0), bus.rvalid.eq(1),
+                bus.rdata.eq(Mux(read_lut, Mux(read_refused, 0, lut_data), registers)),
                 bus.rresp.eq(Mux(read_mapped & ~read_refused, RESP_OKAY, RESP_SLVERR)),
             ]
         return m
