@@ -195,6 +195,12 @@ class NveCore(wiring.Component):
         finish = Signal()  # end the run now with error code `ending`
         ending = Signal(Error)
         m.d.comb += self.busy.eq(state != _State.IDLE)
+        # state is RUN or DRAIN, as its own flip-flop (set with every change of state): the
+        # enable below starts from it, not from a decode of the state
+        running = Signal()
+
+        def goto(target):
+            return [state.eq(target), running.eq(target in (_State.RUN, _State.DRAIN))]
 
         # ---- streams: a registered input (two words may wait in it) and the output buffer
         # (each word's legality as an instruction is found on its way in and kept with it, so
@@ -231,10 +237,14 @@ class NveCore(wiring.Component):
         x_pc = Signal(pc_bits)
         x_word = Signal(layout)
         x_live = Signal()  # executes: not killed by a fault
+        # (the pc and the word load on `en` alone: their enable stays off the fault's path;
+        # an instruction stopped or cleared is not valid, and nothing looks at them then)
+        with m.If(en):
+            m.d.sync += [x_pc.eq(seq.d_pc), x_word.eq(seq.d_word)]
         with m.If(stop | clear):
             m.d.sync += x_valid.eq(0)
         with m.Elif(en):
-            m.d.sync += [x_valid.eq(seq.d_valid), x_pc.eq(seq.d_pc), x_word.eq(seq.d_word)]
+            m.d.sync += x_valid.eq(seq.d_valid)
         m.d.comb += x_live.eq(x_valid & ~hz.fault)
 
         def op(field, nop, valid=x_live):
@@ -270,7 +280,7 @@ class NveCore(wiring.Component):
         stall = Signal()
         m.d.comb += [
             stall.eq((x_takes & ~word_in.valid) | (x_outs & no_credit)),
-            en.eq(((state == _State.RUN) | (state == _State.DRAIN)) & ~stall),
+            en.eq(running & ~stall),
         ]
 
         # the front end
@@ -294,10 +304,12 @@ class NveCore(wiring.Component):
         # abort (or a new run) empties the stages from M on
         flush = self.abort | clear
         m_pc, m_valid = Signal(pc_bits), Signal()
+        with m.If(en):
+            m.d.sync += m_pc.eq(x_pc)
         with m.If(flush):
             m.d.sync += m_valid.eq(0)
         with m.Elif(en):
-            m.d.sync += [m_pc.eq(x_pc), m_valid.eq(x_live)]
+            m.d.sync += m_valid.eq(x_live)
         m.d.comb += [agu.m_pc.eq(m_pc), agu.m_valid.eq(m_valid)]
 
         # the datapath
@@ -418,12 +430,12 @@ class NveCore(wiring.Component):
                         with m.If(~settings_ok):
                             m.d.comb += [finish.eq(1), ending.eq(Error.SETTINGS)]
                         with m.Elif(self.load):
-                            m.d.sync += [state.eq(_State.LOAD), count.eq(0), bad.eq(0),
+                            m.d.sync += [*goto(_State.LOAD), count.eq(0), bad.eq(0),
                                          self.loaded.eq(0)]
                         with m.Elif(self.program_size > self.loaded):
                             m.d.comb += [finish.eq(1), ending.eq(Error.NO_PROGRAM)]
                         with m.Else():
-                            m.d.sync += [clear.eq(1), state.eq(_State.RUN)]
+                            m.d.sync += [clear.eq(1), *goto(_State.RUN)]
                 with m.Case(_State.LOAD):
                     with m.If(word_in.valid):
                         m.d.sync += count.eq(count + 1)
@@ -431,26 +443,26 @@ class NveCore(wiring.Component):
                             m.d.sync += [bad.eq(1), bad_pc.eq(count)]
                         with m.If(count + 1 == self.program_size):
                             with m.If(bad | ~legal):
-                                m.d.sync += state.eq(_State.FINISH)
+                                m.d.sync += goto(_State.FINISH)
                                 m.d.sync += [self.error.eq(Error.ILLEGAL_INSTRUCTION),
                                              error_pc.eq(Mux(bad, bad_pc, count)),
                                              error_cycle.eq(0), error_zero.eq(0)]
                             with m.Else():
                                 m.d.sync += [self.loaded.eq(self.program_size),
-                                             state.eq(_State.RUN), clear.eq(1)]
+                                             *goto(_State.RUN), clear.eq(1)]
                 with m.Case(_State.RUN):
                     # (a fault of the previous run is cleared with the datapath, this cycle)
                     with m.If(hz.fault & ~clear):
                         m.d.comb += stop.eq(1)
-                        m.d.sync += state.eq(_State.DRAIN)
+                        m.d.sync += goto(_State.DRAIN)
                     with m.Elif(issued_all & ~clear):  # (clear: fetching starts now)
                         m.d.comb += hz.end.eq(1)
-                        m.d.sync += state.eq(_State.DRAIN)
+                        m.d.sync += goto(_State.DRAIN)
                 with m.Case(_State.DRAIN):
                     # the kept word needs a place in the FIFO, which may still be full
                     with m.If(drained & (out_fifo.w_rdy | ~kept_valid)):
                         m.d.comb += flush_kept.eq(1)
-                        m.d.sync += [state.eq(_State.FINISH),
+                        m.d.sync += [*goto(_State.FINISH),
                                      self.error.eq(hz.code), error_pc.eq(hz.pc),
                                      error_cycle.eq(hz.cycle), error_zero.eq(0)]
                 with m.Case(_State.FINISH):
@@ -458,10 +470,10 @@ class NveCore(wiring.Component):
                     # not its readiness, says it is empty)
                     with m.If(out_fifo.level == 0):
                         m.d.comb += ended.eq(1)
-                        m.d.sync += state.eq(_State.IDLE)
+                        m.d.sync += goto(_State.IDLE)
         with m.If(finish):
             m.d.comb += ended.eq(1)
-            m.d.sync += [state.eq(_State.IDLE), self.error.eq(ending), error_zero.eq(1)]
+            m.d.sync += [*goto(_State.IDLE), self.error.eq(ending), error_zero.eq(1)]
 
         if self._trace:
             self._retire(m, en, flush, clear, x_pc, cycle, x_out, m_valid, w_valid, lb, wreg,
