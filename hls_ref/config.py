@@ -452,6 +452,17 @@ _SOC_OPTIONS = {"muldiv": True, "ram": "block", "boot": "memory"}
 
 #: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.
 MAX_SOC_ACCELERATORS = 4
+#: The processor's fast interrupt the NVE's ``irq`` drives (the accelerators' are 0 ... 3).
+NVE_IRQ = MAX_SOC_ACCELERATORS
+
+
+def _nve_config(spec):
+    """``SocConfig.nve`` from its dictionary (None stays None)."""
+    if spec is None:
+        return None
+    from .nve.isa import NveConfig
+
+    return NveConfig(**spec)
 
 
 @dataclass(frozen=True)
@@ -485,6 +496,11 @@ class SocConfig:
       external memory, written by the host: the SoC simulation) or ``"uart"`` (the UART:
       ``BOOT_MAGIC``, the length in words, the words, all little-endian; the host tool sends
       them). A build with firmware in its RAM from configuration starts there instead.
+
+    * ``nve``: an NVE vector core (``docs/nve.md``) as a peripheral, built from this
+      :class:`hls_ref.nve.isa.NveConfig` (its registers, LUT and stream port in the window at
+      ``NVE_BASE``, ``hls_ref.soc_map``; its ``irq`` on the processor's fast interrupt
+      :data:`NVE_IRQ`); None (the default): no NVE.
     """
 
     accelerators: tuple = (DEFAULT_CONFIG,)
@@ -497,6 +513,7 @@ class SocConfig:
     muldiv: bool = True
     ram: str = "block"
     boot: str = "memory"
+    nve: object = None
 
     def __post_init__(self):
         accelerators = tuple(self.accelerators)
@@ -535,6 +552,11 @@ class SocConfig:
             raise ValueError(f"an SPRAM RAM is two or four {SPRAM_BLOCK_BYTES}-byte blocks "
                              f"(ram_bytes {2 * SPRAM_BLOCK_BYTES} or "
                              f"{4 * SPRAM_BLOCK_BYTES}), not {self.ram_bytes}")
+        if self.nve is not None:
+            from .nve.isa import NveConfig
+
+            if not isinstance(self.nve, NveConfig):
+                raise ValueError(f"nve must be None or an NveConfig, not {self.nve!r}")
         if self.boot not in BOOT_SOURCES:
             raise ValueError(f"boot must be one of {', '.join(BOOT_SOURCES)}, "
                              f"not {self.boot!r}")
@@ -560,7 +582,8 @@ class SocConfig:
                 # the processor and RAM options only when not the defaults: a default build's
                 # dictionary (and the digests of the simulators built from it) stays as it was
                 **{name: getattr(self, name) for name, default in _SOC_OPTIONS.items()
-                   if getattr(self, name) != default}}
+                   if getattr(self, name) != default},
+                **({"nve": asdict(self.nve)} if self.nve is not None else {})}
 
     @classmethod
     def from_dict(cls, spec):
@@ -571,6 +594,7 @@ class SocConfig:
                    cache_bytes=spec["cache_bytes"], clock_hz=spec["clock_hz"],
                    uart_divisor=spec["uart_divisor"],
                    memctrl_bytes=spec.get("memctrl_bytes", 0),
+                   nve=_nve_config(spec.get("nve")),
                    **{name: spec.get(name, default) for name, default in _SOC_OPTIONS.items()})
 
 

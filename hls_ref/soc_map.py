@@ -10,6 +10,9 @@ Processor addresses (bytes):
 * ``SYSCTRL_BASE``: the system controller (cycle counter, bus monitor, progress and exit);
 * ``UART_BASE``: the UART;
 * ``ACCEL_BASE + k * ACCEL_STRIDE``: the registers of accelerator ``k`` (``docs/accelerator.md``);
+* ``NVE_BASE`` (builds with ``SocConfig.nve``): the NVE's registers and LUT
+  (:func:`hls_ref.nve.isa.host_registers`, ``docs/nve.md``), and at ``NVE_BASE +
+  NVE_PORT_OFFSET`` its stream port (:data:`NVE_PORT`);
 * ``DRAM_BASE``: external memory (``SocConfig.dram_bytes``).
 
 The accelerators address external memory from 0: processor address ``DRAM_BASE + a`` is bus
@@ -24,6 +27,10 @@ __all__ = [
     "BOOT_MAGIC",
     "DRAM_BASE",
     "EXIT_BOOT_FAILED",
+    "NVE_BASE",
+    "NVE_PORT",
+    "NVE_PORT_OFFSET",
+    "NVE_WINDOW",
     "RAM_BASE",
     "ROM_BASE",
     "ROM_BYTES",
@@ -46,6 +53,11 @@ PERIPH_WINDOW = 0x1000
 ACCEL_BASE = 0x2001_0000
 ACCEL_STRIDE = 0x1000
 DRAM_BASE = 0x4000_0000
+#: The NVE's window (``SocConfig.nve``): its register port (4 KB: registers and the LUT), then
+#: its stream port at ``NVE_PORT_OFFSET``.
+NVE_BASE = 0x2002_0000
+NVE_PORT_OFFSET = 0x1000
+NVE_WINDOW = 0x2000
 #: The external-memory controller's control registers (builds with ``memctrl_bytes``).
 MEMCTRL_BASE = 0x3000_0000
 
@@ -97,6 +109,22 @@ UART = (
     Reg("DIVISOR", 0x0C, 16, "rw", "clock cycles per bit"),
 )
 
+#: The NVE's stream port: the processor writes the input stream's 64-bit words and reads the
+#: output stream's, one 32-bit half at a time. A word written while ``STATUS.in_ready`` is 0
+#: is dropped (the write never waits: a stopped NVE cannot hang the processor).
+NVE_PORT = (
+    Reg("IN_LO", 0x00, 32, "w", "bits 31:0 of the next input word (kept until IN_HI)"),
+    Reg("IN_HI", 0x04, 32, "w", "bits 63:32 of the next input word; writing it sends the word "
+                                "(IN_LO, IN_HI) to the NVE's input stream"),
+    Reg("OUT_LO", 0x08, 32, "r", "bits 31:0 of the oldest output word (0 when none)"),
+    Reg("OUT_HI", 0x0C, 32, "r", "bits 63:32 of the oldest output word; reading it removes "
+                                 "the word"),
+    Reg("STATUS", 0x10, 3, "r", "bit 0 in_ready (the input word register is empty: IN_HI may "
+                                "send), bit 1 out_valid (an output word waits), bit 2 out_last "
+                                "(it is the run's last)"),
+    Reg("CLEAR", 0x14, 1, "w", "writing 1 drops the input word not yet taken (after a run "
+                               "that ended early)"),
+)
 
 def reg(table, name):
     """The register called ``name`` in ``table``."""
@@ -150,12 +178,42 @@ def c_header(soc):
     from .config import DEFAULT_CONFIG
 
     config = soc.accelerators[0] if soc.accelerators else DEFAULT_CONFIG
-    for r in register_map(config):
-        define(f"ACC_{r.name}", r.offset)
-        for f in r.fields:
-            if f.width < 32:
-                lines.append(f"#define ACC_{r.name}_{f.name.upper()}_SHIFT {f.lsb}")
-                lines.append(f"#define ACC_{r.name}_{f.name.upper()}_MASK "
-                             f"0x{(1 << f.width) - 1:x}u")
+    lines += _register_defines("ACC", register_map(config))
+    if soc.nve is not None:
+        lines += ["", *_nve_header(soc.nve)]
     lines += ["", "#endif", ""]
     return "\n".join(lines)
+
+
+def _register_defines(prefix, regmap):
+    """``#define`` lines of a :class:`hls_ref.registers.RegisterMap`: each register's offset
+    (``<prefix>_<REGISTER>``), each narrower field's ``_SHIFT`` and ``_MASK``."""
+    lines = []
+    for r in regmap:
+        lines.append(f"#define {prefix}_{r.name} 0x{r.offset:08x}u")
+        for f in r.fields:
+            if f.width < 32:
+                lines.append(f"#define {prefix}_{r.name}_{f.name.upper()}_SHIFT {f.lsb}")
+                lines.append(f"#define {prefix}_{r.name}_{f.name.upper()}_MASK "
+                             f"0x{(1 << f.width) - 1:x}u")
+    return lines
+
+
+def _nve_header(config):
+    """The ``soc_map.h`` lines of an NVE built from ``config`` (an NveConfig): its window, the
+    stream port's registers, the NVE's registers with their fields, its sizes."""
+    from .config import NVE_IRQ
+    from .nve.isa import HOST_LUT_OFFSET, ErrorCode, host_registers
+
+    lines = []
+    for name, value in (("NVE_BASE", NVE_BASE), ("NVE_PORT_OFFSET", NVE_PORT_OFFSET),
+                        ("NVE_LUT_OFFSET", HOST_LUT_OFFSET), ("NVE_IRQ", NVE_IRQ),
+                        ("NVE_WORD_BITS", config.word_bits),
+                        ("NVE_AGU_MODES", config.agu_modes)):
+        lines.append(f"#define {name} 0x{value:08x}u")
+    for r in NVE_PORT:
+        lines.append(f"#define NVE_PORT_{r.name} 0x{r.offset:08x}u")
+    lines += _register_defines("NVE", host_registers(config))
+    for code in ErrorCode:
+        lines.append(f"#define NVE_ERROR_{code.name} {int(code)}")
+    return lines

@@ -7,10 +7,11 @@ interconnect, as ``SocConfig`` describes them (``docs/soc.md``).
     Minerva dbus -> decoder -> firmware RAM (data port)
                              | Wishbone->CSR -> system controller | UART
                              | Wishbone->AXI4-Lite -> accelerator k registers (k = 0..n-1)
+                             | NVE window (SocConfig.nve only: hdl/soc/nve.py)
                              | Wishbone->AXI4 (DRAM window) -> interconnect manager 0
     accelerator k AXI4 manager ------------------------------> interconnect manager k+1
     interconnect -> mem (the external memory port)
-    accelerator k irq -> Minerva fast interrupt k
+    accelerator k irq -> Minerva fast interrupt k; NVE irq -> fast interrupt NVE_IRQ
 
 An access outside every window ends with a bus error at once (the processor takes a
 bus-error exception) instead of waiting forever.
@@ -23,12 +24,14 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
 
-from hls_ref.config import DEFAULT_SOC, SocConfig
+from hls_ref.config import DEFAULT_SOC, NVE_IRQ, SocConfig
 from hls_ref.soc_map import (
     ACCEL_BASE,
     ACCEL_STRIDE,
     DRAM_BASE,
     MEMCTRL_BASE,
+    NVE_BASE,
+    NVE_WINDOW,
     PERIPH_WINDOW,
     RAM_BASE,
     ROM_BASE,
@@ -44,6 +47,7 @@ from .bridges import WishboneToAxi, WishboneToAxiLite
 from .cpu import Cpu
 from .interconnect import AxiInterconnect
 from .memory import FirmwareRam
+from .nve import NvePeripheral
 from .spram import SpramRam
 from .sysctrl import SystemController
 from .uart import Uart
@@ -189,6 +193,11 @@ class Soc(wiring.Component):
             connect(m, bridge.axil, accelerator.csr)
             connect(m, accelerator.bus, interconnect.managers[k + 1])
             m.d.comb += cpu.irq[k].eq(accelerator.irq)
+        if config.nve is not None:
+            m.submodules.nve = nve = NvePeripheral(config.nve)
+            dbus.add(nve.wb, name="nve", addr=NVE_BASE)
+            windows.append((NVE_BASE, NVE_WINDOW))
+            m.d.comb += cpu.irq[NVE_IRQ].eq(nve.irq)
 
         connect(m, cpu.ibus, ibus.bus)
         # the data bus goes through the decoder; an address outside every window gets err
