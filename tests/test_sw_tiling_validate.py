@@ -88,11 +88,23 @@ def _layer_mutation(mutation, d):
         d["capacity"]["config"]["plm_in_words"] = 16
     elif mutation == "layout-mislabelled":     # blocked transfers, the input called HWC
         next(r for r in d["regions"] if r["name"] == "input")["layout"] = "hwc"
+    elif mutation == "accumulators-past-the-bank":     # every tile, consistently
+        for c in (c for s in steps for c in s["commands"]):
+            c["acc_offset"] += d["capacity"]["config"]["plm_acc_words"]
+    elif mutation == "one-bank-double-buffered":
+        # every operand in bank 0 of a double-buffered build: a one-at-a-time replay computes
+        # the right values, but each load overwrites the tile the previous command still reads
+        for s in steps:
+            for t in s["loads"] + s["stores"]:
+                t["bank"] = 0
+            for c in s["commands"]:
+                c.update(in_bank=0, w_bank=0, q_bank=0, acc_bank=0)
 
 
 LAYER_MUTATIONS = ["shift-address", "drop-load", "acc-flag", "padding", "stride", "bank",
                    "store-elsewhere", "drop-store", "store-into-weights", "small-bank",
-                   "layout-mislabelled"]
+                   "layout-mislabelled", "accumulators-past-the-bank",
+                   "one-bank-double-buffered"]
 
 
 @pytest.mark.parametrize("mutation", LAYER_MUTATIONS)
@@ -177,6 +189,36 @@ def test_a_plan_for_64k_is_replayed_on_the_memory_it_is_given():
     assert validate_schedule(schedule, net, capacity=Capacity(ocm_bytes=64 << 10)).ok
     report = validate_schedule(schedule, net, capacity=Capacity(ocm_bytes=8 << 10))
     assert not report.ok and "on chip" in report.summary()
+
+
+def test_the_accumulators_count_in_a_shared_memory():
+    # replayed on a memory whose bank share holds the input and weight tiles and, apart, the
+    # accumulator tile, but not all three: an earlier validator counted only the loaded bytes
+    net, _ = _conv_net()
+    cap = Capacity(ocm_bytes=16 << 10)
+    schedule = build_schedule(net, "optimal", cap)
+    assert validate_schedule(schedule, net).ok
+    t = schedule.layers[0].tiling
+    acc = cap.acc_tile_bytes(t.rows, net.layer("L").out_shape[1], t.out_channels)
+    loaded = max(_loaded_bytes(schedule))
+    share = loaded + acc - 8
+    assert share >= max(loaded, acc)
+    report = validate_schedule(schedule, net, capacity=Capacity(ocm_bytes=2 * share))
+    assert not report.ok and "occupy" in report.summary()
+
+
+def _loaded_bytes(schedule):
+    """Bytes each step's operands occupy in their banks, from the transfers alone."""
+    extent, out = {}, []
+    for step in schedule.layers[0].steps:
+        for t in step.loads:
+            end = t.offset + (t.rows - 1) * t.bank_row_stride + \
+                (t.pixels - 1) * t.bank_pixel_stride + t.segment_bytes
+            extent[(t.buffer, t.bank)] = end
+        used = {k for c in step.commands for k in
+                (("in", c.in_bank), ("w", c.w_bank), ("q", c.q_bank))}
+        out.append(sum(extent[k] for k in used))
+    return out
 
 
 def test_group_occupancy_is_computed_from_the_steps():

@@ -10,7 +10,13 @@ executes the schedule's entries in order, each reading what the entries before i
   operands from the banks (activations unpacked from the bytes there; weights and
   quantization blocks compared with what the command must see), runs on
   ``hls_ref.invocation`` (PLM limits and flags checked) and leaves its tile in the
-  accumulator bank; stores copy it out;
+  accumulator bank at its offset (which must lie inside the bank); stores copy it out. What
+  a step occupies is taken from the replay: the bytes its loads wrote into each bank it
+  computes from, plus the accumulators its commands write, and with one shared memory they
+  must fit one bank's share together. With two banks a step's loads overlap the previous
+  step's commands and its commands overlap the previous step's stores, so a load into a bank
+  the previous step computes from, or a command into an accumulator bank the previous step
+  stores, is an error even though a one-at-a-time replay would compute the right values;
 * a fused tile group: its loads copy bands of rows and weight blobs into on-chip copies of
   the tensors, byte for byte and marked valid; each command computes the rows it names from
   rows that are valid on chip (an error names the layer, the pass and the rows if they are
@@ -56,7 +62,7 @@ from hls_ref.layers import (
     max_pool2d,
 )
 
-from .capacity import Capacity
+from .capacity import ACC_BYTES, Capacity
 from .layer_tiling import splits
 from .schedule import fc_input, own_layout, qparam_chunks, region_layout, weight_chunks
 
@@ -260,6 +266,7 @@ class _Banks:
         self.bank_bytes = {"in": in_b, "w": w_b, "q": w_b, "acc": acc_b}
         self.banks = {}
         self.extent = {}
+        self.previous = (set(), set())   # banks the previous step computed from / stored
 
     def bank(self, buffer, bank):
         key = (buffer, bank)
@@ -285,18 +292,46 @@ class _Banks:
         else:
             mem.dram[d] = bank[b]
 
-    def check_shared(self, step):
-        """With a shared memory, the tiles a step uses must fit one bank's share together."""
+    def accumulate(self, cmd, pixels):
+        """A command writes ``pixels`` x (its output channels rounded up to a PE block) 32-bit
+        accumulators from word ``acc_offset`` of its accumulator bank; they must lie inside it.
+        Returns the bank's extent in bytes."""
+        pes = self.capacity.pes
+        o0, o1 = cmd.out_channels
+        end = ACC_BYTES * (cmd.acc_offset + pixels * -(-(o1 - o0) // pes) * pes)
+        size = self.bank_bytes["acc"]
+        if cmd.acc_offset < 0 or end > size:
+            raise ValidationError(f"the accumulators of channels {cmd.out_channels} end at byte "
+                                  f"{end} of accumulator bank {cmd.acc_bank}, which holds {size}")
+        return end
+
+    def check_overlap(self, step):
+        """With two banks the step's loads run while the previous step computes, and its
+        commands while the previous step stores: they must use other banks."""
+        computed, stored = self.previous
+        self.previous = ({(b, cmd_bank) for cmd in step.commands for b, cmd_bank in
+                          (("in", cmd.in_bank), ("w", cmd.w_bank), ("q", cmd.q_bank))},
+                         {t.bank for t in step.stores})
+        if self.capacity.banks < 2:
+            return
+        for t in step.loads:
+            if (t.buffer, t.bank) in computed:
+                raise ValidationError(f"a load of {t.tensor} into {t.buffer} bank {t.bank}, "
+                                      f"which the previous step computes from meanwhile")
+        for cmd in step.commands:
+            if cmd.acc_bank in stored:
+                raise ValidationError(f"a command into accumulator bank {cmd.acc_bank}, which "
+                                      f"the previous step stores meanwhile")
+
+    def check_shared(self, step, acc):
+        """With a shared memory, what a step uses must fit one bank's share together: the
+        bytes loaded into each bank its commands read and the accumulators they write
+        (``acc``: accumulator bank -> extent in bytes)."""
         if self.capacity.ocm_bytes is None:
             return
-        used = {}
-        for cmd in step.commands:
-            used[("in", cmd.in_bank)] = True
-            used[("w", cmd.w_bank)] = True
-            used[("q", cmd.q_bank)] = True
-        total = sum(self.extent.get(key, 0) for key in used)
-        total += max((self.extent.get(("acc", cmd.acc_bank), 0) for cmd in step.commands),
-                     default=0)
+        used = {key for cmd in step.commands for key in
+                (("in", cmd.in_bank), ("w", cmd.w_bank), ("q", cmd.q_bank))}
+        total = sum(self.extent.get(key, 0) for key in used) + sum(acc.values())
         share = self.capacity.ocm_bytes // self.capacity.banks
         if total > share:
             raise ValidationError(f"the tiles of this step occupy {total} bytes, one bank's "
@@ -333,11 +368,17 @@ def _replay_layer(ls, layer, capacity, mem, params, limits):
     commands = 0
     for s, step in enumerate(ls.steps):
         try:
+            banks.check_overlap(step)
             for t in step.loads:
                 if t.direction != "load":
                     raise ValidationError(f"a load of {t.tensor} that stores")
                 banks.transfer(t, mem)
-            banks.check_shared(step)
+            acc_extent = {}
+            for cmd in step.commands:
+                pixels = (cmd.out_rows[1] - cmd.out_rows[0]) * wo
+                acc_extent[cmd.acc_bank] = max(acc_extent.get(cmd.acc_bank, 0),
+                                               banks.accumulate(cmd, pixels))
+            banks.check_shared(step, acc_extent)
             for cmd in step.commands:
                 commands += 1
                 if cmd.op != layer.kind:
