@@ -57,7 +57,7 @@ def check_precisions(value):
 
 def check_multiplier(value):
     """Return ``value`` if it names a way to build an ST multiplier (a key of
-    :data:`hls_ref.config.PE_MULTIPLIERS`: ``"lut"``, ``"dsp4"``, ``"dsp2"``).
+    :data:`hls_ref.config.PE_MULTIPLIERS`: ``"lut"``, ``"dsp4"``, ``"dsp2"``, ``"dsp1"``).
 
     Raises
     ------

@@ -47,7 +47,7 @@ class _PEParameters:
 
     @property
     def multiplier(self):
-        """How the multipliers are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"`` (see
+        """How the multipliers are built: ``"lut"``, ``"dsp4"``, ``"dsp2"`` or ``"dsp1"`` (see
         :class:`~hdl.st_multiplier.STMultiplier`)."""
         return self._multiplier
 
@@ -89,7 +89,7 @@ class ProcessingElement(_PEParameters, wiring.Component):
     acc_width : int
         Accumulator width in bits (default 32); at least the widest product.
     multiplier : str
-        ``"lut"`` (default), ``"dsp4"`` or ``"dsp2"``: how the multiplier is built (see
+        ``"lut"`` (default), ``"dsp4"``, ``"dsp2"`` or ``"dsp1"``: how the multiplier is built (see
         :class:`~hdl.st_multiplier.STMultiplier`).
 
     Members

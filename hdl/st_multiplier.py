@@ -9,8 +9,8 @@ from hls_ref.precision import OPERAND_WIDTH, Precision
 from .dsp import ECP5_DSP_WIDTH, PipelinedMultiplier
 from .params import check_int, check_multiplier, check_precisions
 
-__all__ = ["MAX_STAGES", "WIDE_OPERAND_WIDTH", "WIDE_UNITS", "STMultiplier", "byte_units",
-           "nibble_product", "pair_shift", "unpack_pair", "wide_units"]
+__all__ = ["LUT_UNITS", "MAX_STAGES", "WIDE_OPERAND_WIDTH", "WIDE_UNITS", "STMultiplier",
+           "byte_units", "nibble_product", "pair_shift", "unpack_pair", "wide_units"]
 
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = 4
@@ -24,10 +24,21 @@ UNIT_OPERAND_WIDTH = _BYTE + 1
 #: operands: a whole sub-word, or a pair of sub-words packed into one operand.
 WIDE_UNITS = 2
 WIDE_OPERAND_WIDTH = ECP5_DSP_WIDTH
+#: Units of the one-block build (``multiplier="dsp1"``) built from LUT nibble products rather
+#: than a DSP block: the second unit of the two-block plan (an 8x8 or 8x4 lane, or two 4x4
+#: lanes; idle at 16-bit activations).
+LUT_UNITS = {"dsp1": (1,)}
 
 
 def _nibble_plan(precision):
-    """Describe one configuration as a masked 4x4 array of nibble products.
+    """Describe one configuration as a masked 4x4 array of nibble products (see
+    :func:`_lane_nibbles`, over all its lanes)."""
+    return _lane_nibbles(precision.pairs())
+
+
+def _lane_nibbles(lanes):
+    """Describe ST lanes (``((a_lsb, a_width), (b_lsb, b_width))``, crossed as in
+    :meth:`hls_ref.Precision.pairs`) as a masked 4x4 array of nibble products.
 
     With ``A = sum(a_i * 16**i)`` and ``B = sum(b_j * 16**j)`` (nibbles ``a_i``, ``b_j``), each
     lane's sub-word product times ``2**(a_lsb + b_lsb)`` is the sum of the nibble products
@@ -42,7 +53,7 @@ def _nibble_plan(precision):
         Signed ``A`` nibbles, signed ``B`` nibbles, used ``(i, j)`` pairs, right shift in bits.
     """
     signed_a, signed_b, used, shifts = set(), set(), set(), set()
-    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+    for (a_lsb, a_width), (b_lsb, b_width) in lanes:
         a_nibbles = range(a_lsb // _NIBBLE, (a_lsb + a_width) // _NIBBLE)
         b_nibbles = range(b_lsb // _NIBBLE, (b_lsb + b_width) // _NIBBLE)
         signed_a.add(a_nibbles[-1])
@@ -196,8 +207,11 @@ class STMultiplier(wiring.Component):
     signed products (see :func:`wide_units`): a whole 16x16, 16x8 or 8x8 sub-word product per
     unit, or, at 4 bits, two products packed into one multiplication (:func:`pair_shift`), so
     each DSP block does one 8-bit or two 4-bit MACs per cycle (twice the four-block build's).
-    The LUT build needs no DSP block; the DSP builds need far less logic and no deep adder
-    trees.
+    With ``multiplier="dsp1"`` the first of those units is a DSP block and the second (idle at
+    16-bit activations) is built from LUT nibble products (:data:`LUT_UNITS`): one DSP block
+    per multiplier, doing one 16-bit or 8-bit MAC or two 4-bit MACs per cycle, the LUTs the
+    other 8-bit MAC or two 4-bit MACs. The LUT build needs no DSP block; the DSP builds need
+    far less logic and no deep adder trees.
 
     The pipeline stalls as a whole while the output holds a transfer that is not accepted; it
     accepts one transfer per cycle otherwise.
@@ -214,8 +228,8 @@ class STMultiplier(wiring.Component):
         weights in the logic fabric (the routing out of the DSP blocks and the weight's
         multiplexer are then a path of their own, the adders another).
     multiplier : str
-        ``"lut"`` (default), ``"dsp4"`` or ``"dsp2"``: how several configurations are built
-        (see above; :data:`hls_ref.config.PE_MULTIPLIERS`).
+        ``"lut"`` (default), ``"dsp4"``, ``"dsp2"`` or ``"dsp1"``: how several configurations
+        are built (see above; :data:`hls_ref.config.PE_MULTIPLIERS`).
     user_width : int
         Width of a side-band field carried from input to output with each transfer, in bits.
 
@@ -251,7 +265,8 @@ class STMultiplier(wiring.Component):
 
     @property
     def multiplier(self):
-        """How several configurations are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"``."""
+        """How several configurations are built: ``"lut"``, ``"dsp4"``, ``"dsp2"`` or
+        ``"dsp1"``."""
         return self._multiplier
 
     @property
@@ -464,15 +479,57 @@ class STMultiplier(wiring.Component):
 
         return WIDE_OPERAND_WIDTH, wide_units(self._precisions), operands, term
 
+    def _lut_unit(self, m, k, slots, a, b, code, stage):
+        """Unit ``k`` built from LUT nibble products (see :func:`_lane_nibbles`): for each
+        configuration, the sum of the products of the lanes ``slots[precision]`` gives it (None:
+        none). The sign-controlled nibbles are registered at stage 3 (where a DSP unit registers
+        its operands) and the nibble products at stage 2 (its product). Returns ``(total,
+        shift_of)``: the products summed at fixed weights, and, per configuration, the right
+        shift in bits that makes ``total`` the sum of its lanes' products (exact: the lower
+        bits of the masked sum are zero)."""
+        plans = {p: _lane_nibbles(lanes) for p, lanes in slots.items() if lanes is not None}
+        if not plans:
+            return None, {}   # no supported configuration uses the unit
+        base = min(plan[3] for plan in plans.values())
+        pairs = sorted(set().union(*(plan[2] for plan in plans.values())))
+
+        def any_mode(predicate):
+            flags = [code == p for p, plan in plans.items() if predicate(plan)]
+            return Cat(*flags).any() if flags else 0
+
+        a_ext, b_ext = {}, {}
+        for i in sorted({i for i, _ in pairs}):
+            nibble = a[_NIBBLE * i:_NIBBLE * (i + 1)]
+            value = Cat(nibble, nibble[-1] & any_mode(lambda plan, i=i: i in plan[0]))
+            a_ext[i] = stage(3, value.as_signed(), f"l{k}_a{i}_s3")
+        for i, j in pairs:
+            nibble = b[_NIBBLE * j:_NIBBLE * (j + 1)]
+            value = Cat(nibble, nibble[-1] & any_mode(lambda plan, j=j: j in plan[1]))
+            # masked at the weight operand: a pair the configuration does not use adds 0
+            used = any_mode(lambda plan, i=i, j=j: (i, j) in plan[2])
+            b_ext[i, j] = stage(3, Mux(used, value, 0).as_signed(), f"l{k}_b{i}{j}_s3")
+        # as wide as the result plus the largest shift, so that the sum is exact modulo
+        # 2**product_width for any products (what the cut proofs show), not only the real ones
+        width = self._product_width + max(plan[3] for plan in plans.values()) - base
+        total = Signal(signed(width), name=f"l{k}_total")
+        m.d.comb += total.eq(sum(
+            stage(2, self._nibble_product(m, i, j, a_ext[i], b_ext[i, j]), f"l{k}_p{i}{j}_s2")
+            << (_NIBBLE * (i + j) - base) for i, j in pairs))
+        return total, {p: plan[3] - base for p, plan in plans.items()}
+
     def _unit_datapath(self, m, payload, side, stage, stage_side, advance):
         """The DSP builds: operands chosen per unit (registered at stage 3), the units'
         products (registered at stage 2), their terms summed at the configuration's weights.
         Returns ``(product, side)``."""
         width, units, unit_operands, unit_term = self._unit_plan()
         count = len(next(iter(units.values())))
+        lut_units = LUT_UNITS.get(self._multiplier, ())
 
         operands = []
         for k in range(count):
+            if k in lut_units:
+                operands.append(None)
+                continue
             x = Signal(signed(width), name=f"x{k}")
             y = Signal(signed(width), name=f"y{k}")
             with m.Switch(side[0]):
@@ -483,20 +540,23 @@ class STMultiplier(wiring.Component):
                             m.d.comb += [x.eq(value_x), y.eq(value_y)]
             operands.append((x, y))
 
-        if self._stages >= 3:
-            # Stage 3 boundary: the DSP operands; stage 2: the products. Both registers are
-            # inside a PipelinedMultiplier, which is one DSP block with its own input and
-            # output registers where the target has them (the multiplexers above then feed
-            # the block's input registers directly).
-            products = []
-            for k, (x, y) in enumerate(operands):
+        products = []
+        for k, pair in enumerate(operands):
+            if pair is None:
+                # A LUT unit: its nibble products, registered as a DSP unit's product is.
+                products.append(self._lut_unit(m, k, {p: slots[k] for p, slots in units.items()},
+                                               payload.a, payload.b, side[0], stage))
+            elif self._stages >= 3:
+                # Stage 3 boundary: the DSP operands; stage 2: the products. Both registers
+                # are inside a PipelinedMultiplier, which is one DSP block with its own input
+                # and output registers where the target has them (the multiplexers above then
+                # feed the block's input registers directly).
                 m.submodules[f"unit{k}"] = unit = PipelinedMultiplier(width)
-                m.d.comb += [unit.x.eq(x), unit.y.eq(y), unit.enable.eq(advance)]
+                m.d.comb += [unit.x.eq(pair[0]), unit.y.eq(pair[1]), unit.enable.eq(advance)]
                 products.append(unit.product)
-        else:
-            # Stage 2 boundary: the products, straight out of the DSP blocks.
-            products = [stage(2, self._unit_product(m, k, x, y), f"u{k}_s2")
-                        for k, (x, y) in enumerate(operands)]
+            else:
+                # Stage 2 boundary: the products, straight out of the DSP blocks.
+                products.append(stage(2, self._unit_product(m, k, *pair), f"u{k}_s2"))
         side = stage_side(2, stage_side(3, side))
 
         # The sum is taken modulo 2**product_width, which holds every result exactly.
@@ -507,7 +567,11 @@ class STMultiplier(wiring.Component):
                 for p, slots in units.items():
                     if slots[k] is not None:
                         with m.Case(p):
-                            m.d.comb += term.eq(unit_term(slots[k], value))
+                            if k in lut_units:
+                                total, shift_of = value
+                                m.d.comb += term.eq(total[shift_of[p]:].as_signed())
+                            else:
+                                m.d.comb += term.eq(unit_term(slots[k], value))
             # Stage 4 boundary: the products at their weights, in the fabric (the routing
             # out of the DSP blocks and the choice of weight, then the adders, each a path
             # of its own).

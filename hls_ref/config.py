@@ -52,8 +52,10 @@ ALL_PRECISIONS = tuple(Precision)
 #: How the ST multipliers of the PE array can be built, and the DSP blocks each one takes:
 #: ``lut`` from LUTs alone (the iCE40 build), ``dsp4`` from four 9x9 products (one 18x18 DSP
 #: block each), ``dsp2`` from two 18x18 products (a 16x16, 16x8 or 8x8 product, or a pair of
-#: 4x4 products summed, per block and cycle). See :class:`hdl.st_multiplier.STMultiplier`.
-PE_MULTIPLIERS = {"lut": 0, "dsp4": 4, "dsp2": 2}
+#: 4x4 products summed, per block and cycle), ``dsp1`` from one 18x18 product (the first unit
+#: of ``dsp2``) and LUT nibble products for the second unit's lanes (an 8x8 or 8x4 product,
+#: or a pair of 4x4 products). See :class:`hdl.st_multiplier.STMultiplier`.
+PE_MULTIPLIERS = {"lut": 0, "dsp4": 4, "dsp2": 2, "dsp1": 1}
 
 #: DSP blocks of the conv2d accelerator outside its PE array and its store's requantizers (the
 #: front end's shared multiplier 1, the compute core's two per-command products 2), when its

@@ -21,7 +21,11 @@ cuts it at its two 18x18 unit products and shows that it feeds each unit its lan
 (a pair packed at the offset :func:`hdl.st_multiplier.pair_shift` gives) and adds the products,
 or the pair sums read out of them, of the units in use; :func:`check_wide_units` checks
 exactly that every lane goes to one unit and that the read-out of a packed pair's product is
-the pair's sum for every value of its four sub-words.
+the pair's sum for every value of its four sub-words. The one-block build
+(``multiplier="dsp1"``, the two-block plan with its second unit built from LUT nibble products):
+:class:`STHybridUnitsSpec` cuts it at its DSP product and at those nibble products, and
+:func:`check_hybrid_units` checks the plan as :func:`check_wide_units` does and the nibble
+decomposition of the second unit's lanes as :func:`check_decomposition` does.
 
 The nibble products themselves (shift-and-add, 5x5 signed) are proven by
 :class:`NibbleProductSpec`. Undefined configuration codes and the single-configuration (plain
@@ -51,6 +55,7 @@ from amaranth.lib.wiring import In
 
 from hdl.pe import ProcessingElement
 from hdl.st_multiplier import (
+    LUT_UNITS,
     UNIT_OPERAND_WIDTH,
     WIDE_OPERAND_WIDTH,
     STMultiplier,
@@ -67,6 +72,7 @@ from .formal import prove, report
 __all__ = [
     "NibbleProductSpec",
     "STDecompositionSpec",
+    "STHybridUnitsSpec",
     "STMultiplierSpec",
     "STUnitsSpec",
     "STWideUnitsSpec",
@@ -76,7 +82,9 @@ __all__ = [
     "byte_decomposition",
     "check_byte_decomposition",
     "check_decomposition",
+    "check_hybrid_units",
     "check_wide_units",
+    "lane_decomposition",
     "main",
     "nibble_decomposition",
     "run_proof",
@@ -93,8 +101,20 @@ def st_specification(a, b, precision):
                for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs())
 
 
+def _nibble(word, index, is_signed):
+    """Nibble ``index`` of ``word``, signed or not."""
+    value = word[_NIBBLE * index:_NIBBLE * (index + 1)]
+    return value.as_signed() if is_signed else value
+
+
 def nibble_decomposition(precision):
-    """Decompose a configuration into nibble products, from its pairs alone.
+    """Decompose a configuration into nibble products, from its pairs alone (see
+    :func:`lane_decomposition`, over all its lanes)."""
+    return lane_decomposition(precision.pairs())
+
+
+def lane_decomposition(lanes):
+    """Decompose ST lanes (``((a_lsb, a_width), (b_lsb, b_width))``) into nibble products.
 
     Every sub-word is a sum of nibbles ``x_i * 16**(i - lsb/4)`` where the top nibble is signed
     and the others unsigned. The ST result is then ``sum(x_i * y_j * 2**weight_ij)`` over the
@@ -106,7 +126,7 @@ def nibble_decomposition(precision):
         ``{(i, j): weight_in_bits}``, the signed ``A`` nibbles, the signed ``B`` nibbles.
     """
     weights, signed_a, signed_b = {}, set(), set()
-    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+    for (a_lsb, a_width), (b_lsb, b_width) in lanes:
         a_nibbles = range(a_lsb // _NIBBLE, (a_lsb + a_width) // _NIBBLE)
         b_nibbles = range(b_lsb // _NIBBLE, (b_lsb + b_width) // _NIBBLE)
         signed_a.add(max(a_nibbles))
@@ -117,9 +137,10 @@ def nibble_decomposition(precision):
     return weights, signed_a, signed_b
 
 
-def check_decomposition(precision, product_width):
+def check_decomposition(precision, product_width, lanes=None):
     """Check exactly that :func:`nibble_decomposition` equals the specification; return a list
-    of the failures (empty when it holds).
+    of the failures (empty when it holds). With ``lanes`` (some of the configuration's), that
+    :func:`lane_decomposition` of those lanes equals the sum of their products.
 
     Both sides are bilinear forms in the nibble values, so they are equal when (1) every
     sub-word's signed value equals its nibble sum, checked for all 2**16 operand words, and
@@ -127,7 +148,11 @@ def check_decomposition(precision, product_width):
     values must fit a signed ``product_width``-bit result.
     """
     failures = []
-    weights, signed_a, signed_b = nibble_decomposition(precision)
+    if lanes is None:
+        lanes = precision.pairs()
+        weights, signed_a, signed_b = nibble_decomposition(precision)
+    else:
+        weights, signed_a, signed_b = lane_decomposition(lanes)
     words = np.arange(1 << OPERAND_WIDTH, dtype=np.int64)
 
     def nibble(word, index, is_signed):
@@ -135,7 +160,7 @@ def check_decomposition(precision, product_width):
             (word >> (_NIBBLE * index)) & 0xF
 
     spec = defaultdict(int)  # coefficient of x_i * y_j in the specification
-    for (a_lsb, a_width), (b_lsb, b_width) in precision.pairs():
+    for (a_lsb, a_width), (b_lsb, b_width) in lanes:
         for lsb, width, signed_set in ((a_lsb, a_width, signed_a), (b_lsb, b_width, signed_b)):
             nibbles = range(lsb // _NIBBLE, (lsb + width) // _NIBBLE)
             total = sum(nibble(words, i, i in signed_set) << (_NIBBLE * i - lsb)
@@ -219,12 +244,7 @@ class STDecompositionSpec(_CutSpec):
         free = {(i, j): AnyConst(signed(2 * (_NIBBLE + 1)))
                 for i in range(_NIBBLES) for j in range(_NIBBLES)}
         weights, signed_a, signed_b = nibble_decomposition(self.precision)
-
-        def nibble(word, index, is_signed):
-            value = word[_NIBBLE * index:_NIBBLE * (index + 1)]
-            return value.as_signed() if is_signed else value
-
-        operands = {(i, j): (nibble(a, i, i in signed_a), nibble(b, j, j in signed_b))
+        operands = {(i, j): (_nibble(a, i, i in signed_a), _nibble(b, j, j in signed_b))
                     for (i, j) in weights}
         m.submodules.dut = dut = _NibbleCutMultiplier(
             free=free, operands=operands, precisions=self.precisions, stages=0)
@@ -390,8 +410,8 @@ class _WideCutMultiplier(STMultiplier):
     lanes: both packed at their offset). A unit the configuration leaves idle gets a free
     product too, which the result must not depend on."""
 
-    def __init__(self, *, free, plan, a, b, **kwargs):
-        super().__init__(multiplier="dsp2", **kwargs)
+    def __init__(self, *, free, plan, a, b, multiplier="dsp2", **kwargs):
+        super().__init__(multiplier=multiplier, **kwargs)
         self._free, self._units, self._a, self._b = free, plan, a, b
 
     def _unit_product(self, m, k, x, y):
@@ -438,6 +458,79 @@ class STWideUnitsSpec(_CutSpec):
             else:
                 (_, a_width), (_, b_width) = unit[0]
                 terms.append(_pair_sum(free[k], pair_shift(a_width, b_width)))
+        expected = sum(terms)
+        m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
+        return m
+
+
+class _HybridCutMultiplier(_WideCutMultiplier):
+    """A one-block ST multiplier cut at its DSP unit's product (as :class:`_WideCutMultiplier`)
+    and at its LUT unit's nibble products, which are replaced by the free values
+    ``nibble_free[(i, j)]``, asserting that each is fed the expected extended nibbles
+    ``nibble_operands[(i, j)]`` (a pair outside them: a zero weight nibble, a zero product)."""
+
+    def __init__(self, *, nibble_free, nibble_operands, **kwargs):
+        super().__init__(multiplier="dsp1", **kwargs)
+        self._nibble_free, self._nibble_operands = nibble_free, nibble_operands
+
+    def _nibble_product(self, m, i, j, a_ext, b_ext):
+        if (i, j) in self._nibble_operands:
+            expected_a, expected_b = self._nibble_operands[(i, j)]
+            m.d.comb += [Assert(a_ext == expected_a), Assert(b_ext == expected_b)]
+            return self._nibble_free[(i, j)]
+        m.d.comb += Assert(b_ext == 0)
+        return Const(0, signed(2 * (_NIBBLE + 1)))
+
+
+def check_hybrid_units(precision, product_width, precisions=tuple(Precision)):
+    """Check exactly that the one-block build for ``precisions`` computes ``precision``: the
+    two-block plan it shares (:func:`check_wide_units`) and, for the lanes of its LUT units,
+    their nibble decomposition (:func:`check_decomposition` over those lanes). Returns a list
+    of the failures (empty when it holds)."""
+    failures = check_wide_units(precision, product_width, precisions)
+    units = wide_units(precisions)[precision]
+    for k in LUT_UNITS["dsp1"]:
+        if units[k] is not None:
+            failures += check_decomposition(precision, product_width, lanes=units[k])
+    return list(dict.fromkeys(failures))
+
+
+class STHybridUnitsSpec(_CutSpec):
+    """Proof harness: the one-block multiplier, cut at its DSP unit's product ``q`` and at its
+    LUT unit's nibble products ``q_ij``, computes the DSP unit's term (``q``, or the pair sum
+    read out of it) plus ``sum(q_ij * 2**weight_ij)`` over :func:`lane_decomposition` of the
+    LUT unit's lanes, modulo ``2**product_width``, for ``precision``, feeding each product the
+    operands the plan (:func:`hdl.st_multiplier.wide_units`) gives it. With
+    :func:`check_hybrid_units`, this proves the build equal to the specification."""
+
+    def elaborate(self, platform):
+        m = Module()
+        units = wide_units(self.precisions)[self.precision]
+        lut_units = LUT_UNITS["dsp1"]
+        a = AnyConst(OPERAND_WIDTH)
+        b = AnyConst(OPERAND_WIDTH)
+        free = [AnyConst(signed(2 * WIDE_OPERAND_WIDTH)) for _ in units]
+        nibble_free = {(i, j): AnyConst(signed(2 * (_NIBBLE + 1)))
+                       for i in range(_NIBBLES) for j in range(_NIBBLES)}
+        terms, operands = [], {}
+        for k, unit in enumerate(units):
+            if unit is None:
+                continue
+            if k in lut_units:
+                weights, signed_a, signed_b = lane_decomposition(unit)
+                operands.update({(i, j): (_nibble(a, i, i in signed_a),
+                                          _nibble(b, j, j in signed_b)) for (i, j) in weights})
+                terms += [nibble_free[key] << weight for key, weight in weights.items()]
+            elif len(unit) == 1:
+                terms.append(free[k])
+            else:
+                (_, a_width), (_, b_width) = unit[0]
+                terms.append(_pair_sum(free[k], pair_shift(a_width, b_width)))
+        dsp_plan = [None if k in lut_units else unit for k, unit in enumerate(units)]
+        m.submodules.dut = dut = _HybridCutMultiplier(
+            free=free, plan=dsp_plan, a=a, b=b, nibble_free=nibble_free,
+            nibble_operands=operands, precisions=self.precisions, stages=0)
+        self._drive(m, dut, a, b)
         expected = sum(terms)
         m.d.comb += Assert(dut.o.payload.product == expected[:dut.product_width].as_signed())
         return m
@@ -543,6 +636,11 @@ def all_proofs():
             proofs[f"{build}_dsp2_{p.geometry}"] = (partial(STWideUnitsSpec, p, precisions), {})
         proofs[f"{build}_dsp2_undefined_codes"] = (
             partial(STMultiplierSpec, None, precisions, multiplier="dsp2"), {})
+        for p in precisions:
+            proofs[f"{build}_dsp1_{p.geometry}"] = (
+                partial(STHybridUnitsSpec, p, precisions), {})
+        proofs[f"{build}_dsp1_undefined_codes"] = (
+            partial(STMultiplierSpec, None, precisions, multiplier="dsp1"), {})
     # The output stream contract of the pipelined cores (k-induction).
     proofs["st_stream_contract"] = (
         partial(StreamContractSpec, partial(STMultiplier, stages=3, user_width=2)),
@@ -572,6 +670,8 @@ def all_identities():
             identities[f"identity_{build}_dsp_{p.geometry}"] = check_byte_decomposition(
                 p, p.product_bits, precisions)
             identities[f"identity_{build}_dsp2_{p.geometry}"] = check_wide_units(
+                p, p.product_bits, precisions)
+            identities[f"identity_{build}_dsp1_{p.geometry}"] = check_hybrid_units(
                 p, p.product_bits, precisions)
     return identities
 

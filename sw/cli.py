@@ -49,9 +49,9 @@ def _bench_table(runs):
     return "\n".join(lines)
 
 
-#: The PE rows ``tessera bench`` measures: two and four DSP blocks per ST multiplier, both at
-#: the conv2d build's 4 stages.
-BENCH_ROWS = (("dsp2", 4), ("dsp4", 4))
+#: The PE rows ``tessera bench`` measures: one (and a LUT unit), two and four DSP blocks per ST
+#: multiplier, all at the conv2d build's 4 stages.
+BENCH_ROWS = (("dsp1", 4), ("dsp2", 4), ("dsp4", 4))
 
 
 def _measure(channels_list, pes):
@@ -83,11 +83,12 @@ def cmd_bench(args):
             f"per PE on a {args.pes}-PE row (input stage, 4 multiplier stages, accumulator), "
             "operands streamed back to back, cycles counted in the Amaranth simulator from "
             "the first operand to valid sums (pipeline latency included), sums checked "
-            "against numpy. Two builds of the row: `dsp2` (each ST multiplier two 18x18 DSP "
-            "blocks: one 16x16, 16x8 or 8x8 product, or two 4x4 products packed, per block "
-            "and cycle) and `dsp4` (four 9x9 products, one DSP block each; the default conv2d "
-            "build). "
-            "MACs/DSP/cycle counts the row's DSP blocks only.",
+            "against numpy. Three builds of the row: `dsp1` (each ST multiplier one 18x18 DSP "
+            "block doing one 16x16, 16x8 or 8x8 product, or two 4x4 products packed, per "
+            "cycle, and LUT nibble products for the other 8-bit lane or 4-bit pair), `dsp2` "
+            "(two such DSP blocks) and `dsp4` (four 9x9 products, one DSP block each; the "
+            "default conv2d build). "
+            "MACs/DSP/cycle counts the row's DSP blocks only (the LUT unit's MACs included).",
             "",
             table]))
     conv2d_exact = True

@@ -29,7 +29,8 @@ class DotProductRun:
     pes : int
         Processing elements (one dot product each).
     multiplier : str
-        How the row's ST multipliers are built (``"lut"``, ``"dsp4"``, ``"dsp2"``).
+        How the row's ST multipliers are built (``"lut"``, ``"dsp4"``, ``"dsp2"``,
+        ``"dsp1"``).
     cycles : int
         Clock cycles from the first operand transfer to the cycle the sums are valid.
     latency : int

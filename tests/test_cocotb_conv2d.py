@@ -25,6 +25,14 @@ def test_conv2d(sim):
 
 
 @pytest.mark.slow
+def test_conv2d_dsp1(sim):
+    """The same regression on the one-block ST multipliers (a DSP block and a LUT unit)."""
+    config = {**SMALL, "pe_multiplier": "dsp1"}
+    design = Design("conv2d_p8_dsp1", "hdl.accelerator:accelerator", {"config": config}, TARGET)
+    assert run_cocotb(design, "tests.cocotb.tb_conv2d", sim=sim) == 10
+
+
+@pytest.mark.slow
 def test_conv2d_every_real_layer(sim):
     """Every conv layer of ResNet-8, DS-CNN and VWW (Icarus: the first commands of each)."""
     design = Design("conv2d_p8", "hdl.accelerator:accelerator", {"config": SMALL}, TARGET)

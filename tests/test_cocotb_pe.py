@@ -19,14 +19,22 @@ CONFIGURATIONS = {
                                  {"pes": 4, "stages": 4, "multiplier": "dsp4"}),
     "pe_row4_stages4_dsp2_ecp5": ("hdl.pe:PERow",
                                   {"pes": 4, "stages": 4, "multiplier": "dsp2"}),
+    "pe_row4_stages4_dsp1_ecp5": ("hdl.pe:PERow",
+                                  {"pes": 4, "stages": 4, "multiplier": "dsp1"}),
 }
 
 #: Configurations elaborated for a target, with its vendor primitives' simulation models.
 TARGETS = {"pe_row4_stages3_dsp_ecp5": "ecp5", "pe_row4_stages4_dsp_ecp5": "ecp5",
-           "pe_row4_stages4_dsp2_ecp5": "ecp5"}
+           "pe_row4_stages4_dsp2_ecp5": "ecp5", "pe_row4_stages4_dsp1_ecp5": "ecp5"}
 
 
-@pytest.mark.parametrize("config", list(CONFIGURATIONS))
+#: Configurations run in the slow tier only (the Amaranth-simulator tests cover them in the CI
+#: tier).
+SLOW = {"pe_row4_stages4_dsp1_ecp5"}
+
+
+@pytest.mark.parametrize("config", [pytest.param(c, marks=pytest.mark.slow) if c in SLOW else c
+                                    for c in CONFIGURATIONS])
 def test_pe(sim, config):
     factory, params = CONFIGURATIONS[config]
     design = Design(config, factory, params, TARGETS.get(config))

@@ -17,7 +17,7 @@ SMALL = {"pes": 4, "plm_in_words": 1024, "plm_w_words": 1024, "plm_acc_words": 5
          "max_width": 64}
 
 
-@pytest.mark.parametrize("multiplier", ["dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["dsp4", "dsp2", "dsp1"])
 def test_dsp_blocks_of_the_netlist(multiplier):
     config = AcceleratorConfig(**SMALL, pe_multiplier=multiplier)
     text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)

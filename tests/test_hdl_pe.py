@@ -49,7 +49,7 @@ def simulate(dut, transfers, expected_count, seed, idle=0.3, stall=0.3):
     return sums
 
 
-@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2", "dsp1"])
 @pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
 def test_pe_accumulates_like_golden_model(stages, multiplier):
     rng = np.random.default_rng(10 + stages)
@@ -71,7 +71,7 @@ def test_narrow_accumulator_wraps():
     assert total == int(pe_accumulate([1 << 30] * 4, [1, 0, 0, 0], 32)[-1]) == 0
 
 
-@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2", "dsp1"])
 def test_pe_row_matches_independent_pes(multiplier):
     rng = np.random.default_rng(7)
     pes = 4
@@ -96,7 +96,8 @@ def test_pe_row_matches_independent_pes(multiplier):
     ({"precisions": ["fp16"]},
      r"^Unknown precision 'fp16'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),
     ({"stages": -1}, r"^stages must be between 0 and 4, not -1$"),
-    ({"multiplier": "dsp"}, r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', not 'dsp'$"),
+    ({"multiplier": "dsp"},
+     r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', 'dsp1', not 'dsp'$"),
 ])
 def test_pe_bad_parameters(kwargs, message):
     with pytest.raises(ValueError, match=message):

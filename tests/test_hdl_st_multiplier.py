@@ -22,7 +22,7 @@ def run_vectors(dut, vectors, *, seed, idle=0.3, stall=0.3):
     return [(fields["product"], fields["user"]) for fields in results]
 
 
-@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2", "dsp1"])
 @pytest.mark.parametrize("stages", range(MAX_STAGES + 1))
 def test_random_vectors_all_configurations(stages, multiplier):
     rng = np.random.default_rng(stages)
@@ -51,7 +51,7 @@ def test_single_configuration_build(precision):
     assert [p for p, _ in seen] == list(st_product(a, b, precision))
 
 
-@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2", "dsp1"])
 def test_unsupported_codes_give_zero(multiplier):
     dut = STMultiplier(precisions=["a8w8", "a4w4"], stages=1, multiplier=multiplier)
     vectors = [(0x8181, 0x8181, code, 0) for code in range(8)]
@@ -87,7 +87,7 @@ def test_byte_units_reproduce_the_specification():
         assert np.array_equal(total, st_product(a, b, precision)), precision
 
 
-@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2"])
+@pytest.mark.parametrize("multiplier", ["lut", "dsp4", "dsp2", "dsp1"])
 def test_one_result_per_cycle_without_backpressure(multiplier):
     dut = STMultiplier(stages=3, multiplier=multiplier)
     cycles = []
@@ -113,7 +113,8 @@ def test_one_result_per_cycle_without_backpressure(multiplier):
     ({"stages": MAX_STAGES + 1}, r"^stages must be between 0 and 4, not 5$"),
     ({"stages": "2"}, r"^stages must be an integer, not '2'$"),
     ({"user_width": -1}, r"^user_width must be at least 0, not -1$"),
-    ({"multiplier": True}, r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', not True$"),
+    ({"multiplier": True},
+     r"^multiplier must be one of 'lut', 'dsp4', 'dsp2', 'dsp1', not True$"),
     ({"precisions": []}, r"^precisions must name at least one configuration$"),
     ({"precisions": ["a2w2"]},
      r"^Unknown precision 'a2w2'; expected one of a16w16, a4w4, a8w8, a8w4, a16w8$"),

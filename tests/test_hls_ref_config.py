@@ -43,7 +43,7 @@ def test_store_elements_other_than_1_2_4_8_are_refused(value):
 
 def test_unknown_multiplier_is_refused():
     with pytest.raises(ValueError, match=r"^pe_multiplier must be one of 'lut', 'dsp4', 'dsp2', "
-                                         r"not 'dsp3'$"):
+                                         r"'dsp1', not 'dsp3'$"):
         AcceleratorConfig(pe_multiplier="dsp3")
 
 

@@ -28,7 +28,8 @@ def test_bench_command(capsys):
     assert main(["bench", "--channels", "8", "--pes", "2", "--conv2d", "--no-fc",
                  "--no-perchannel"]) == 0  # no RTL
     out = capsys.readouterr().out
-    # the conv2d build's row (4 multiplier stages) and the four-block one
+    # the one-, two- and four-block rows (4 multiplier stages)
+    assert "| dsp1 | a4w4 | 8 | 2 | 2 | 8 | 2.00 | 1.00 | 25.0% | 1.75x | yes |" in out
     assert "| dsp2 | a4w4 | 8 | 2 | 4 | 8 | 2.00 | 0.50 | 25.0% | 1.75x | yes |" in out
     assert "| dsp4 | a4w4 | 8 | 2 | 8 | 8 | 2.00 | 0.25 | 25.0% | 1.75x | yes |" in out
 
