@@ -187,14 +187,13 @@ class _NibbleCutMultiplier(STMultiplier):
 
     def __init__(self, *, free, operands, **kwargs):
         super().__init__(**kwargs)
-        self._free = free
-        self._operands = operands
+        self._nibble_free, self._nibble_operands = free, operands
 
     def _nibble_product(self, m, i, j, a_ext, b_ext):
-        if (i, j) in self._operands:
-            expected_a, expected_b = self._operands[(i, j)]
+        if (i, j) in self._nibble_operands:
+            expected_a, expected_b = self._nibble_operands[(i, j)]
             m.d.comb += [Assert(a_ext == expected_a), Assert(b_ext == expected_b)]
-            return self._free[(i, j)]
+            return self._nibble_free[(i, j)]
         # A pair the configuration does not use must be fed a zero weight nibble; its
         # product is then 0 (NibbleProductSpec proves the product circuit).
         m.d.comb += Assert(b_ext == 0)
@@ -473,13 +472,7 @@ class _HybridCutMultiplier(_WideCutMultiplier):
         super().__init__(multiplier="dsp1", **kwargs)
         self._nibble_free, self._nibble_operands = nibble_free, nibble_operands
 
-    def _nibble_product(self, m, i, j, a_ext, b_ext):
-        if (i, j) in self._nibble_operands:
-            expected_a, expected_b = self._nibble_operands[(i, j)]
-            m.d.comb += [Assert(a_ext == expected_a), Assert(b_ext == expected_b)]
-            return self._nibble_free[(i, j)]
-        m.d.comb += Assert(b_ext == 0)
-        return Const(0, signed(2 * (_NIBBLE + 1)))
+    _nibble_product = _NibbleCutMultiplier._nibble_product
 
 
 def check_hybrid_units(precision, product_width, precisions=tuple(Precision)):
