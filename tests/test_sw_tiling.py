@@ -22,7 +22,7 @@ from sw.tiling.report import (
     network_totals,
 )
 from sw.tiling.schedule import Schedule, materialize
-from sw.tiling.search import channel_candidates, optimal_tiling
+from sw.tiling.search import channel_candidates, min_bytes_tiling, optimal_tiling
 from sw.tiling.strategies import build_schedule
 from sw.tiling.thesis import TABLE_5_1, table_5_1
 from sw.tiling.validate import validate_schedule
@@ -312,18 +312,44 @@ def test_fusion_keeps_overlap_lines_and_multiple_passes():
 
 
 def test_hong_kung_bound_follows_its_formula():
-    # Chen et al.: Q >= 2 MACs / sqrt(R S), R = kh kw / (sh sw), S in elements
+    # Q >= 2 MACs / sqrt(R S) - 2 S elements, R = ceil(kh/sh) ceil(kw/sw), S and Q in
+    # elements of the narrowest operand; figures worked out by hand
     b = NetworkBuilder("t", {"input": (20, 20, 16)})
-    b.conv("c3", "input", 32, 3, 1, "same")
-    b.conv("c1", "c3", 32, 1, 1, "valid")
-    b.conv("s2", "c1", 32, 3, 2, "same")
+    b.conv("c3", "input", 32, 3, 1, "same")       # 1,843,200 MACs, R = 9
+    b.conv("c1", "c3", 32, 1, 1, "valid")         # 409,600 MACs, R = 1
+    b.conv("s2", "c1", 32, 3, 2, "same")          # 921,600 MACs, R = 4 (not 9 / 4)
+    b.depthwise("dw", "s2", 3, 1, "same")         # not a matrix product: no bound
     net = b.build()
-    cap = Capacity(precision="a16w16", ocm_bytes=8192)      # 4096 elements
-    got = dict(hong_kung_bound(net, cap))
-    macs = {layer.name: layer.macs for layer in net.layers}
-    assert got["c3"] == int(2 * 2 * macs["c3"] / (9 * 4096) ** 0.5)
-    assert got["c1"] == int(2 * 2 * macs["c1"] / 4096 ** 0.5)
-    assert got["s2"] == int(2 * 2 * macs["s2"] / (9 / 4 * 4096) ** 0.5)
+    # 8192 B of 16-bit elements: S = 4096; 2 * MACs / sqrt(R * S) - 2 S, times 2 bytes
+    assert dict(hong_kung_bound(net, Capacity(precision="a16w16", ocm_bytes=8192))) == {
+        "c3": 2 * (19200 - 8192), "c1": 2 * (12800 - 8192), "s2": 2 * (14400 - 8192), "dw": 0}
+    # 4-bit weights: S = 16384 half-byte elements, and 2 S is above every leading term
+    assert dict(hong_kung_bound(net, Capacity(precision="a8w4", ocm_bytes=8192))) == {
+        "c3": 0, "c1": 0, "s2": 0, "dw": 0}
+    assert dict(hong_kung_bound(net, Capacity(precision="a8w4", ocm_bytes=2048)))["c3"] == \
+        (19200 - 8192) // 2     # S = 4096 half bytes
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hong_kung_bound_is_below_every_schedule(seed):
+    # a floor for any schedule: never above the fewest bytes this tile space moves
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for _ in range(8):
+        h, k, stride = int(rng.integers(4, 24)), int(rng.choice([1, 3, 5])), int(rng.integers(1, 3))
+        b = NetworkBuilder("t", {"input": (h, h, int(rng.choice([8, 32, 64])))})
+        b.conv("L", "input", int(rng.choice([16, 64, 128])), k, stride, "same")
+        net = b.build()
+        cap = Capacity(precision=str(rng.choice(["a8w8", "a16w16", "a8w4"])),
+                       ocm_bytes=int(rng.choice([4, 8, 16])) << 10)
+        try:
+            t = min_bytes_tiling(net.layers[0], cap, COST)
+        except TilingError:             # the memory is too small for this layer
+            continue
+        checked += 1
+        res = evaluate(net.layers[0], cap, COST, t.rows, t.out_channels, t.in_channels, t.order)
+        assert hong_kung_bound(net, cap)[0][1] <= int(res.total_beats) * 8
+    assert checked >= 4
 
 
 def test_the_planner_counts_on_chip_memory_as_the_validator_replays_it():

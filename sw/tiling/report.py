@@ -114,24 +114,34 @@ def lower_bound(network, capacity, cost):
 
 
 def hong_kung_bound(network, capacity):
-    """[(layer, bytes)]: the red-blue pebble game bound of Chen, Han and Wang (Communication
-    Lower Bound in Convolution Accelerators, HPCA 2020) for a convolution computed with an
-    on-chip memory of S elements: ``Q >= 2 * MACs / sqrt(R * S)`` elements moved, where
-    ``R = (kh * kw) / (sh * sw)`` (at least 1) is how many windows one input element can
-    join. S is the whole on-chip memory (both banks), in elements of the activation width,
-    and Q is counted in elements of that width too; 0 for layers without MACs. It holds for
-    any schedule, tiled or not, so it bounds every strategy; ``layer_bound`` takes the larger
-    of it and the compulsory traffic."""
-    elem = capacity.act_bits / 8
+    """[(layer, bytes)]: a red-blue pebble game I/O lower bound for each convolution and fully
+    connected layer computed with the whole on-chip memory (``docs/tiling.md`` derives it):
+
+    ``Q >= 2 * MACs / sqrt(R * S) - 2 * S`` elements moved between external and on-chip memory,
+
+    the bound of Smith et al. for matrix products (A Tight I/O Lower Bound for Matrix
+    Multiplication, 2019), with the convolution's input reuse ``R`` of Chen, Han and Wang
+    (Communication Lower Bound in Convolution Accelerators, HPCA 2020). ``R =
+    ceil(kh / sh) * ceil(kw / sw)``, the most windows one input element joins (Chen et al.
+    write ``kh * kw / (sh * sw)``, the average, which is larger than the most only when the
+    stride divides the kernel; the most keeps the bound a bound). Elements are counted at the
+    narrowest width ``e`` of the layer's operands (activations, weights, outputs): ``S`` is
+    the on-chip bytes (both banks) over ``e``, and every element moved is at least ``e``
+    bytes, so ``e * Q`` bytes is a floor for any schedule, tiled or not. Depthwise layers, pooling
+    and the other host layers: 0 (their three-operand structure is not a matrix product's;
+    the compulsory traffic is their bound). ``layer_bound`` takes the larger of this and the
+    compulsory traffic."""
+    p = capacity.precision
+    elem = min(p.act_bits, p.weight_bits, capacity.out_bits) / 8
     s = capacity.total_bytes / elem
     out = []
     for layer in network.layers:
-        if layer.kind not in ("conv", "depthwise", "fc"):
+        if layer.kind not in ("conv", "fc"):
             out.append((layer.name, 0))
             continue
-        kh, kw = layer.kernel
-        r = max(1.0, kh * kw / (layer.stride[0] * layer.stride[1]))
-        q = 2 * layer.macs / sqrt(r * s)
+        (kh, kw), (sh, sw) = layer.kernel, layer.stride
+        r = -(-kh // sh) * -(-kw // sw)
+        q = max(0.0, 2 * layer.macs / sqrt(r * s) - 2 * s)
         out.append((layer.name, int(q * elem)))
     return out
 

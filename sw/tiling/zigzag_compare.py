@@ -109,6 +109,7 @@ from hls_ref.config import DEFAULT_CONFIG
 from .capacity import BEAT_BYTES, Capacity, TilingError
 from .cost import DEFAULT_COST, DmaCost
 from .layer_tiling import evaluate
+from .report import hong_kung_bound
 from .search import optimal_tiling
 
 __all__ = ["CompareRow", "ZigZagError", "ZigZagResult", "accelerator_spec", "compare_layers",
@@ -417,6 +418,7 @@ class CompareRow:
     compulsory_written: int
     zigzag: ZigZagResult | None
     error: str = ""
+    hong_kung: int = 0          # the layer's Hong-Kung-style bound, bytes (report.py)
 
     @property
     def ours_read(self):
@@ -481,10 +483,11 @@ def compare_layers(network, capacity, cost=DEFAULT_COST, layers=None, **zigzag_o
 
         network = load_network(network)
     rows = []
+    hong_kung = dict(hong_kung_bound(network, capacity))
     for layer in _select(network, layers):
         read, written = compulsory_bytes(layer, capacity)
         row = CompareRow(layer.name, layer.kind, "-", None, None, None, None, None, read,
-                         written, None)
+                         written, None, hong_kung=hong_kung[layer.name])
         errors = []
         try:
             t = optimal_tiling(layer, capacity, cost)
@@ -515,9 +518,9 @@ def _num(value):
 def format_table(rows):
     """The rows as a markdown table (bytes; ratio = ours without qparams / ZigZag)."""
     lines = ["| layer | op | our tiling | ours read B | of which qparams B | ours written B | "
-             "ZigZag read B | ZigZag written B | compulsory read / written B | ours / ZigZag |"
-             " ours DMA cycles | ZigZag cycles | ZigZag util |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "ZigZag read B | ZigZag written B | compulsory read / written B | Hong-Kung B | "
+             "ours / ZigZag | ours DMA cycles | ZigZag cycles | ZigZag util |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for r in rows:
         zz = r.zigzag
@@ -526,6 +529,7 @@ def format_table(rows):
             f"| {r.layer} | {r.kind} | {r.tiling} | {_num(r.ours_read)} | "
             f"{_num(r.ours_qparams)} | {_num(r.ours_written)} | {_num(r.zigzag_read)}{psum} | "
             f"{_num(r.zigzag_written)} | {r.compulsory_read:,} / {r.compulsory_written:,} | "
+            f"{r.hong_kung:,} | "
             f"{'-' if r.ratio is None else f'{r.ratio:.2f}'} | {_num(r.ours_cycles)} | "
             f"{_num(r.zigzag_cycles)} | "
             f"{'-' if zz is None else f'{zz.spatial_utilization:.2f}'} |")
@@ -544,6 +548,7 @@ def format_table(rows):
         lines.append(
             f"| **total** ({len(done)} layers) | | | {ours_r:,} | {ours_q:,} | {ours_w:,} | "
             f"{zz_r:,} | {zz_w:,} | {c_r:,} / {c_w:,} | "
+            f"{sum(r.hong_kung for r in done):,} | "
             f"{'-' if ratio is None else f'{ratio:.2f}'} | "
             f"{_num(sum(r.ours_cycles for r in done))} | "
             f"{_num(sum(r.zigzag_cycles for r in done))} | |")
