@@ -91,6 +91,12 @@ def _layer_mutation(mutation, d):
     elif mutation == "accumulators-past-the-bank":     # every tile, consistently
         for c in (c for s in steps for c in s["commands"]):
             c["acc_offset"] += d["capacity"]["config"]["plm_acc_words"]
+    elif mutation == "bank-offset-wraps":     # a bank's length before the start: the same
+        size = 2 * d["capacity"]["config"]["plm_in_words"]     # bytes, had indices wrapped
+        for s in steps:
+            for t in s["loads"]:
+                if t["buffer"] == "in":
+                    t["offset"] -= size
     elif mutation == "one-bank-double-buffered":
         # every operand in bank 0 of a double-buffered build: a one-at-a-time replay computes
         # the right values, but each load overwrites the tile the previous command still reads
@@ -103,7 +109,7 @@ def _layer_mutation(mutation, d):
 
 LAYER_MUTATIONS = ["shift-address", "drop-load", "acc-flag", "padding", "stride", "bank",
                    "store-elsewhere", "drop-store", "store-into-weights", "small-bank",
-                   "layout-mislabelled", "accumulators-past-the-bank",
+                   "layout-mislabelled", "accumulators-past-the-bank", "bank-offset-wraps",
                    "one-bank-double-buffered"]
 
 

@@ -284,6 +284,9 @@ class _Banks:
         bank = self.bank(t.buffer, t.bank)
         if t.direction == "load":
             self.extent[(t.buffer, t.bank)] = int(b.max()) + 1
+        if b.min() < 0:
+            raise ValidationError(f"{t.direction} of {t.tensor} starts before the {t.buffer} "
+                                  f"bank (byte {b.min()})")
         if b.max() >= len(bank):
             raise ValidationError(f"{t.direction} of {t.tensor} needs {b.max() + 1} bytes of "
                                   f"the {t.buffer} bank, which holds {len(bank)}")
