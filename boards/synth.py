@@ -23,6 +23,8 @@ from hdl.target import Target
 from hls_ref.config import (
     DEFAULT_CONFIG,
     DEFAULT_SOC,
+    DSP1_BUDGET_CONFIG,
+    DSP1_CONFIG,
     DSP2_CONFIG,
     DSP_BUDGET_CONFIG,
     FC_CONFIG,
@@ -139,6 +141,11 @@ BLOCKS = {
                    "16 ST PEs from 4 DSP blocks each, 4 stages (the conv2d build)", True),
     "pe_row_dsp2": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp2"},
                     "16 ST PEs from 2 DSP blocks each, 4 stages", True),
+    "pe_dsp1": ("hdl.pe:ProcessingElement", {"stages": 3, "multiplier": "dsp1"},
+                "ST PE from 1 DSP block (18x18 products, 4-bit pairs packed) and a LUT unit, "
+                "3 stages", True),
+    "pe_row_dsp1": ("hdl.pe:PERow", {"pes": 16, "stages": 4, "multiplier": "dsp1"},
+                    "16 ST PEs from 1 DSP block and a LUT unit each, 4 stages", True),
     "pe_row32_dsp2": ("hdl.pe:PERow", {"pes": 32, "stages": 4, "multiplier": "dsp2"},
                       "32 ST PEs from 2 DSP blocks each, 4 stages", True),
     "pe_row_low": ("hdl.pe:PERow", {"pes": 16, "stages": 2,
@@ -166,6 +173,12 @@ BLOCKS = {
     "conv2d_dsp2": ("hdl.accelerator:accelerator", {"config": DSP2_CONFIG.as_dict()},
                     f"conv2d accelerator, DSP2_CONFIG ({DSP2_CONFIG.pes} PEs from 2 DSP blocks "
                     f"each)", True),
+    "conv2d_dsp1": ("hdl.accelerator:accelerator", {"config": DSP1_CONFIG.as_dict()},
+                    f"conv2d accelerator, DSP1_CONFIG ({DSP1_CONFIG.pes} PEs from 1 DSP block "
+                    f"and a LUT unit each)", True),
+    "conv2d_p64": ("hdl.accelerator:accelerator", {"config": DSP1_BUDGET_CONFIG.as_dict()},
+                   f"conv2d accelerator, DSP1_BUDGET_CONFIG ({DSP1_BUDGET_CONFIG.pes} PEs from "
+                   f"1 DSP block and a LUT unit each)", True),
     "conv2d_p32": ("hdl.accelerator:accelerator", {"config": DSP_BUDGET_CONFIG.as_dict()},
                    f"conv2d accelerator, DSP_BUDGET_CONFIG ({DSP_BUDGET_CONFIG.pes} PEs from "
                    f"2 DSP blocks each)", True),

@@ -24,6 +24,8 @@ __all__ = [
     "CPU_SOC",
     "DEFAULT_CONFIG",
     "DEFAULT_SOC",
+    "DSP1_BUDGET_CONFIG",
+    "DSP1_CONFIG",
     "DSP2_CONFIG",
     "DSP_BUDGET_CONFIG",
     "FC_CONFIG",
@@ -428,6 +430,11 @@ DSP2_CONFIG = AcceleratorConfig(pe_multiplier="dsp2")
 # The PE array of the 16-PE build with four-block multipliers (64 DSP blocks), spent on
 # two-block multipliers: twice the PEs for the same DSP blocks.
 DSP_BUDGET_CONFIG = AcceleratorConfig(pes=32, pe_multiplier="dsp2")
+# The 16-PE build with one-block multipliers (a DSP block and a LUT unit each): the same
+# cycles, a quarter of the four-block PE array's blocks.
+DSP1_CONFIG = AcceleratorConfig(pe_multiplier="dsp1")
+# The four-block PE array's 64 DSP blocks spent on one-block multipliers: four times the PEs.
+DSP1_BUDGET_CONFIG = AcceleratorConfig(pes=64, pe_multiplier="dsp1")
 # The iCE40UP5K build: 4 PEs, PLMs that fit its embedded RAM, LUT multipliers (its eight
 # DSP blocks cannot hold the 16 products of four DSP-built PEs).
 ICE40_CONFIG = AcceleratorConfig(pes=4, plm_in_words=2048, plm_w_words=2048,

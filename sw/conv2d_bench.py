@@ -11,7 +11,9 @@ the figures; every run's memory image is compared with the golden model's.
   with each model's whole-network figures;
 * **precision sweep** -- one compute-bound layer (ResNet-8's 32x32x16 -> 16, 3x3; for the
   32-PE build its 16x16x32 -> 32, 3x3) with random data in all five ST configurations:
-  utilisation, MACs per DSP block and cycle, and the speed-up over 16 bits;
+  utilisation, MACs per DSP block and cycle, and the speed-up over 16 bits; the same sweep on
+  the 16-PE build with one-block multipliers (``DSP1_CONFIG``: a DSP block and a LUT unit per
+  PE);
 * **seed 002 Table 5.1** -- its three test layers on builds with the thesis's PE counts and
   PLM sizes, next to the thesis's cycle counts.
 
@@ -29,7 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hls_ref.config import DEFAULT_CONFIG, DSP2_CONFIG, DSP_BUDGET_CONFIG, AcceleratorConfig
+from hls_ref.config import (
+    DEFAULT_CONFIG,
+    DSP1_CONFIG,
+    DSP2_CONFIG,
+    DSP_BUDGET_CONFIG,
+    AcceleratorConfig,
+)
 from hls_ref.descriptor import geometry
 from hls_ref.precision import Precision
 from sim.runner import Design, run_cocotb
@@ -307,7 +315,8 @@ def thesis_table(cases):
     return "\n".join(lines)
 
 
-GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "overhead", "thesis")
+GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "precision-dsp1", "overhead",
+          "thesis")
 
 #: The sections of docs/results.md, each written when all of its groups have run: name ->
 #: (groups, heading or None; the first section also carries the definitions).
@@ -317,6 +326,9 @@ SECTIONS = {
     "bench-conv2d-p32": (("mlperf-p32", "precision-p32"),
                          "## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP "
                          "blocks): cycles on the RTL (Verilator)"),
+    "bench-conv2d-dsp1": (("precision-dsp1",),
+                          "## Conv2D accelerator with one-block PEs (a DSP block and a LUT unit "
+                          "each): cycles on the RTL (Verilator)"),
 }
 
 #: The 32-PE sweep's layer: ResNet-8's 16x16x32 -> 32, 3x3, in 4 row stripes.
@@ -329,11 +341,13 @@ def main(*, write_results=False, groups=GROUPS):
     builders = {"mlperf": lambda: mlperf_cases(DSP2_CONFIG), "precision": precision_cases,
                 "mlperf-p32": lambda: mlperf_cases(DSP_BUDGET_CONFIG),
                 "precision-p32": lambda: precision_cases(DSP_BUDGET_CONFIG, **P32_SWEEP),
+                "precision-dsp1": lambda: precision_cases(DSP1_CONFIG),
                 "overhead": overhead_cases, "thesis": thesis_cases}
     cases = {g: builders[g]() for g in groups}
     run_cases([c for group in cases.values() for c in group])
     tables = {"mlperf": mlperf_table, "precision": precision_table,
               "mlperf-p32": mlperf_table, "precision-p32": precision_table,
+              "precision-dsp1": precision_table,
               "overhead": overhead_table, "thesis": thesis_table}
     text = []
     for g in groups:
@@ -399,6 +413,18 @@ def _section(tables, heading, *, intro):
                   "DSP blocks", "",
                   f"Tiles capped at {h // P32_SWEEP['row_tiles']} output rows.", "",
                   tables["precision-p32"]]
+    if "precision-dsp1" in tables:
+        one = DSP1_CONFIG
+        parts += ["", "### Precision sweep: 32x32x16 -> 16, 3x3 (ResNet-8's second layer "
+                  f"shape), random data, {one.pes} PEs of {one.pe_multiplier}, "
+                  f"{one.dsp_blocks} DSP blocks ({one.pe_dsp_blocks} in the PE array)", "",
+                  "The default sweep's layer and tiles on the build whose ST multipliers are "
+                  "one DSP block (one 16x16, 16x8 or 8x8 product, or a packed pair of 4x4 "
+                  "products, per cycle) and a LUT unit (the other 8-bit product or 4-bit "
+                  "pair). MACs/DSP/cycle counts every DSP block of the build (the store's "
+                  "requantizers and the front end's included); the PE array's column only "
+                  "its own; the LUT unit's MACs are counted in both.", "",
+                  tables["precision-dsp1"]]
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",

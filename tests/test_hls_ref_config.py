@@ -6,6 +6,8 @@ import pytest
 
 from hls_ref.config import (
     DEFAULT_CONFIG,
+    DSP1_BUDGET_CONFIG,
+    DSP1_CONFIG,
     DSP2_CONFIG,
     DSP_BUDGET_CONFIG,
     ICE40_CONFIG,
@@ -25,6 +27,10 @@ def test_dsp_blocks_of_the_builds():
     # the same PE array blocks as 16 PEs of four blocks each, spent on twice the PEs
     assert DSP_BUDGET_CONFIG.pe_dsp_blocks == DEFAULT_CONFIG.pe_dsp_blocks == 64
     assert DSP_BUDGET_CONFIG.pes == 2 * DEFAULT_CONFIG.pes
+    # one block per PE: a quarter of the four-block array, or four times its PEs
+    assert (DSP1_CONFIG.pes, DSP1_CONFIG.dsp_blocks) == (16, 16 + 16 + OTHER_DSP_BLOCKS)
+    assert DSP1_BUDGET_CONFIG.pe_dsp_blocks == 64
+    assert DSP1_BUDGET_CONFIG.pes == 4 * DEFAULT_CONFIG.pes
     assert ICE40_CONFIG.pe_dsp_blocks == 0
 
 
@@ -47,7 +53,8 @@ def test_unknown_multiplier_is_refused():
         AcceleratorConfig(pe_multiplier="dsp3")
 
 
-@pytest.mark.parametrize("config", [DEFAULT_CONFIG, DSP2_CONFIG, DSP_BUDGET_CONFIG, ICE40_CONFIG])
+@pytest.mark.parametrize("config", [DEFAULT_CONFIG, DSP2_CONFIG, DSP_BUDGET_CONFIG, DSP1_CONFIG,
+                                    DSP1_BUDGET_CONFIG, ICE40_CONFIG])
 def test_builds_round_trip_through_json(config):
     assert AcceleratorConfig(**json.loads(json.dumps(config.as_dict()))) == config
 
