@@ -420,10 +420,9 @@ class Limits:
     max_stride: int = AcceleratorConfig.max_stride
 
 
-# The default build keeps the four-block multipliers until the open flow synthesises the
-# accelerator with two-block ones: Yosys 0.70 stops on an internal assertion (ABC's
-# reintegration, with and without ABC9) on the 16-PE two-block accelerator, while it maps
-# the two-block PE row, a 4-PE two-block accelerator and the four-block one.
+# The default build keeps the four-block multipliers until a whole accelerator with two- or
+# one-block ones is placed and routed at its Fmax (Yosys maps the 16-PE two-block accelerator
+# since boards.synth makes wire names ending in ']' plain; see docs/pe.md).
 DEFAULT_CONFIG = AcceleratorConfig()
 # The 16-PE build with two-block multipliers: the same cycles, half the PE array's blocks.
 DSP2_CONFIG = AcceleratorConfig(pe_multiplier="dsp2")
