@@ -9,7 +9,7 @@ import pytest
 from hls_ref.config import AcceleratorConfig
 from sw.tiling import strategies
 from sw.tiling.capacity import Capacity
-from sw.tiling.schedule import Schedule
+from sw.tiling.schedule import Schedule, own_layout
 from sw.tiling.strategies import build_schedule
 from sw.tiling.validate import group_occupancy, validate_schedule
 from sw.workloads import NetworkBuilder, load_network
@@ -166,6 +166,13 @@ def _group_mutation(mutation, d):
     elif mutation == "store-uncomputed":
         s = next(i for i, s in enumerate(steps) if s["stores"])
         steps[0]["stores"].append(steps[s]["stores"].pop())
+    elif mutation == "band-offset-wraps":     # the on-chip copy's length before its start
+        regions = Schedule.from_dict(d).regions
+        shapes = load_network("dscnn").shapes
+        for s in steps:
+            for t in s["loads"]:
+                if t["buffer"] == "in":
+                    t["offset"] -= own_layout(regions[t["tensor"]], shapes[t["tensor"]]).bytes
     elif mutation == "plan-for-16K-on-8K":
         d["capacity"]["ocm_bytes"] = 8 << 10
         for other in d["layers"]:
@@ -176,7 +183,7 @@ def _group_mutation(mutation, d):
 GROUP_MUTATIONS = ["drop-every-group-transfer", "shift-every-group-load-4096",
                    "shift-every-band-load-8", "drop-one-band",
                    "drop-weights", "compute-before-input", "wrong-rows", "band-padding",
-                   "store-uncomputed", "plan-for-16K-on-8K"]
+                   "store-uncomputed", "band-offset-wraps", "plan-for-16K-on-8K"]
 
 
 @pytest.mark.parametrize("mutation", GROUP_MUTATIONS)

@@ -229,8 +229,14 @@ class _Memory:
 
     @staticmethod
     def bank_indices(t):
-        return _indices(t.offset, t.rows, t.bank_row_stride, t.pixels, t.bank_pixel_stride,
-                        t.segment_bytes)
+        """On-chip byte indices of transfer ``t`` (a bank, a host buffer or a group's on-chip
+        copy of the tensor), which may not start before it."""
+        b = _indices(t.offset, t.rows, t.bank_row_stride, t.pixels, t.bank_pixel_stride,
+                     t.segment_bytes)
+        if b.min() < 0:
+            raise ValidationError(f"{t.direction} of {t.tensor} starts before its {t.buffer} "
+                                  f"buffer (byte {b.min()})")
+        return b
 
     def read_tensor(self, name, shape):
         region = self.regions[name]
@@ -284,9 +290,6 @@ class _Banks:
         bank = self.bank(t.buffer, t.bank)
         if t.direction == "load":
             self.extent[(t.buffer, t.bank)] = int(b.max()) + 1
-        if b.min() < 0:
-            raise ValidationError(f"{t.direction} of {t.tensor} starts before the {t.buffer} "
-                                  f"bank (byte {b.min()})")
         if b.max() >= len(bank):
             raise ValidationError(f"{t.direction} of {t.tensor} needs {b.max() + 1} bytes of "
                                   f"the {t.buffer} bank, which holds {len(bank)}")
