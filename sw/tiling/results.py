@@ -224,8 +224,8 @@ def fusion_section():
     if zero:
         notes.append(f"- Hong-Kung 0 on every layer of {len(zero)} of the "
                      f"{len(ITT_SAVINGS) + len(MLPERF_IDEAL)} networks: with {cap.total_bytes:,} B "
-                     "the `- 2 S` term exceeds each layer's leading term (the memory holds the "
-                     "reuse a layer needs), so the compulsory traffic is their bound.")
+                     "the `- 2 S` term exceeds each layer's leading term, so the bound says "
+                     "nothing there and the compulsory traffic is the floor.")
     return "\n".join([*lines, "", *notes])
 
 
@@ -245,8 +245,8 @@ def zigzag_section():
         zero = zero and not any(r.hong_kung for r in rows)
         parts += ["", f"**{name}**", "", format_table(rows)]
     if zero:
-        parts += ["", "Hong-Kung 0 on every layer: these layers are small against 2 S, so the "
-                  "compulsory traffic is their bound."]
+        parts += ["", "Hong-Kung 0 on every layer: the `- 2 S` term exceeds each layer's leading "
+                  "term, so the compulsory traffic is the floor."]
     return "\n".join(parts)
 
 
