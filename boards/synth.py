@@ -29,6 +29,7 @@ from hls_ref.config import (
     DSP_BUDGET_CONFIG,
     FC_CONFIG,
     ICE40_CONFIG,
+    SOC_ACCELERATOR_CONFIG,
     SPRAM_BLOCK_BYTES,
     AcceleratorConfig,
     DepthwiseConfig,
@@ -219,6 +220,12 @@ BLOCKS = {
                    PerDevice({"ice40-up5k": {"config": ICE40_CONV2D_MIN.as_dict()}}),
                    "conv2d accelerator, 4 PEs (the fewest), 8x8 only, PLMs of 256/256/64 words",
                    True),
+    "accelerator": ("hdl.accelerator:accelerator",
+                    PerDevice({"ecp5-85f": {"config": SOC_ACCELERATOR_CONFIG.as_dict()}}),
+                    f"the default SoC's accelerator (SOC_ACCELERATOR_CONFIG): the socket with "
+                    f"the {SOC_ACCELERATOR_CONFIG.pes}-PE conv2d, "
+                    f"{SOC_ACCELERATOR_CONFIG.depthwise.lanes}-lane per-channel and "
+                    f"{SOC_ACCELERATOR_CONFIG.fc.pes}-PE FC datapaths", True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + one accelerator with the 16-PE conv2d, 8-lane "
             "per-channel and 4-PE FC datapaths (DEFAULT_SOC)", True),

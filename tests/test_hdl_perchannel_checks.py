@@ -2,17 +2,18 @@
 """Amaranth-simulator test of the per-channel descriptor checks against the golden model's
 (``hls_ref.perchannel.check``): the fuzzer's descriptors of every mode, each with one field
 replaced by any value of its width half of the time, with and without a pool's partial sums
-pending."""
+pending. The code arrives CHECK_LATENCY cycles after the start (the checks are pipelined
+around one shared multiplier)."""
 
 from dataclasses import replace
 
 import numpy as np
 from amaranth.sim import Simulator
 
-from hdl.perchannel.checks import PerChannelChecks
+from hdl.perchannel.checks import CHECK_LATENCY, PerChannelChecks
 from hls_ref.config import DepthwiseConfig
 from hls_ref.descriptor import ErrorCode, Mode
-from hls_ref.perchannel import check
+from hls_ref.perchannel import check, geometry
 from sim.descriptor_fuzz import _mutate, _perchannel_descriptor, _Regions
 
 
@@ -56,11 +57,22 @@ def test_codes_equal_the_golden_checks():
             ctx.set(dut.pool_pending, pending)
             ctx.set(dut.start, 1)
             await ctx.tick()
-            got.append(ctx.get(dut.code))
+            ctx.set(dut.start, 0)
+            for _ in range(CHECK_LATENCY - 1):
+                assert not ctx.get(dut.valid)
+                await ctx.tick()
+            assert ctx.get(dut.valid)
+            got.append((ctx.get(dut.code), ctx.get(dut.out_h), ctx.get(dut.out_w),
+                        ctx.get(dut.pixels), ctx.get(dut.row_elements)))
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)
     sim.add_testbench(testbench)
     sim.run()
-    for (desc, pending, want), code in zip(cases, got, strict=True):
+    for (desc, pending, want), (code, out_h, out_w, pixels, row) in zip(cases, got,
+                                                                         strict=True):
         assert code == want, (desc, pending, ErrorCode(code), want)
+        if want == ErrorCode.NONE:
+            geo = geometry(desc)
+            assert (out_h, out_w) == (geo.out_h, geo.out_w), desc
+            assert (pixels, row) == (desc.in_h * desc.in_w, geo.out_w * desc.out_seg), desc

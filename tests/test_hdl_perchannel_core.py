@@ -100,7 +100,7 @@ def run_pool(precision, x, seed):
     async def testbench(ctx):
         ctx.set(core.cmd, dict(base=0, in_h=h, in_w=wd, out_h=h, out_w=wd, kernel_h=1,
                                kernel_w=1, stride_h=1, stride_w=1, pad_top=0, pad_left=0,
-                               pad_value=0, precision=precision, groups=1))
+                               pad_value=0, precision=precision, groups=1, pixels=h * wd))
         ctx.set(core.pool, 1)
         ctx.set(core.start, 1)
         await ctx.tick()

@@ -77,11 +77,11 @@ class DepthwiseCore(wiring.Component):
             wiring.connect(m, wiring.flipped(ours), its)
         precision = Signal(Precision)
         pool = Signal()
-        total = Signal(32)            # a pool's operations
-        count = Signal(32)
+        total = Signal(len(self.cmd.pixels))     # a pool's operations
+        count = Signal(len(self.cmd.pixels))
         with m.If(self.start & ~self.busy):
             m.d.sync += [precision.eq(self.cmd.precision), pool.eq(self.pool),
-                         total.eq(self.cmd.out_h * self.cmd.out_w), count.eq(0)]
+                         total.eq(self.cmd.pixels), count.eq(0)]
         with m.Elif(window.o.valid & window.o.ready):
             m.d.sync += count.eq(count + 1)
         m.d.comb += [window.start.eq(self.start), window.cmd.eq(self.cmd)]

@@ -46,7 +46,7 @@ from ..params import address_bits
 from ..socket.signature import ADDR_WIDTH, DatapathSignature
 from ..store import StoreUnit, store_config_layout
 from .add import AddUnit, add_command_layout
-from .checks import PerChannelChecks
+from .checks import CHECK_LATENCY, OPERAND_BITS, PerChannelChecks
 from .core import DepthwiseCore
 from .loader import PixelLoader, pixel_loader_config
 from .window import window_command_layout
@@ -132,6 +132,7 @@ class PerChannelDatapath(wiring.Component):
         multiplier = self._config.pe_multiplier if s.pe_dsp else "lut"
 
         m.submodules.checks = checks = PerChannelChecks(s)
+        assert CHECK_LATENCY >= 4   # the front end's first product is ready by the code
         m.submodules.loader = loader = PixelLoader(lanes=lanes, addr_width=addr_width)
         m.submodules.q_loader = q_loader = QuantLoader(pes=lanes)
         m.submodules.core = core = DepthwiseCore(
@@ -170,24 +171,27 @@ class PerChannelDatapath(wiring.Component):
         is_add = d.mode == Mode.ADD
         m.d.comb += [checks.desc.eq(d), checks.pool_pending.eq(pool_pending)]
 
-        out_h = Signal(16)
-        out_w = Signal(16)
+        out_h, out_w = checks.out_h, checks.out_w
         groups = Signal(5)
-        seg = Signal(16)                 # one input pixel's bytes
+        seg = Signal(OPERAND_BITS)       # one input pixel's bytes
         p_bytes = Signal(32)
         r_bytes = Signal(32)
-        x_row = Signal(32)               # seg * in_w
-        x_seg1 = Signal(32)
+        x_row = Signal(2 * OPERAND_BITS)     # seg * in_w
+        x_seg1 = Signal(OPERAND_BITS)
         x_inner = Signal(16)
-        x_block = Signal(40)             # x_seg1 * in_h
-        pixels = Signal(32)
+        x_block = Signal(2 * OPERAND_BITS)   # x_seg1 * in_h
+        pixels = checks.pixels
         or_bits = Signal(40)
         op_bits = Signal(40)
         seg_bits = Signal(40)
-        o_row = Signal(40)               # out_w * out_seg
-        s_seg = Signal(40)
+        o_row = checks.row_elements          # out_w * out_seg
+        s_seg = Signal(OPERAND_BITS)
         s_inner = Signal(16)
-        s_block = Signal(48)
+        # the front end's multiplier (one DSP block): operands registered, then the product
+        mul_a = Signal(OPERAND_BITS)
+        mul_b = Signal(OPERAND_BITS)
+        product = Signal(2 * OPERAND_BITS)
+        s_block = product                    # s_seg * out_h, in RECORD
         row_mode = d.out_seg == d.out_pixel_stride
         pad_value = Mux(a4, d.pad_value[:4].as_signed(),
                         Mux(a8, d.pad_value[:8].as_signed(), d.pad_value[:16].as_signed()))
@@ -214,37 +218,27 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(self.desc.valid):
                     m.next = "CHECK"
             with m.State("CHECK"):
+                # kernel_h * kernel_w from shifted copies (4 x 4 bits: no multiplier)
+                taps_n = sum(Mux(d.kernel_h[i], d.kernel_w << i, 0) for i in range(4))
+                m.d.sync += [
+                    groups.eq((taps_n + (1 << l_shift) - 1) >> l_shift),
+                    seg.eq(((d.in_c << a_shift) + 7) >> 3),
+                    p_bytes.eq((d.in_pixel_stride << a_shift)[3:35]),
+                    r_bytes.eq((d.in_row_stride << a_shift)[3:35]),
+                    or_bits.eq(d.out_row_stride << o_shift),
+                    op_bits.eq(d.out_pixel_stride << o_shift),
+                    seg_bits.eq(d.out_seg << o_shift),
+                    load_q.eq(~d.acc_flag | d.q_flag),
+                ]
                 m.next = "CODE"
             with m.State("CODE"):
-                with m.If(checks.code == 0):
-                    span_h = d.in_h + d.pad_top + d.pad_bottom
-                    span_w = d.in_w + d.pad_left + d.pad_right
-                    m.d.sync += [
-                        out_h.eq(Mux(depthwise,
-                                     ((span_h - d.kernel_h) >> (d.stride_h == 2)) + 1,
-                                     Mux(pool, 1, d.in_h))),
-                        out_w.eq(Mux(depthwise,
-                                     ((span_w - d.kernel_w) >> (d.stride_w == 2)) + 1,
-                                     Mux(pool, 1, d.in_w))),
-                        groups.eq((d.kernel_h * d.kernel_w + (1 << l_shift) - 1) >> l_shift),
-                        seg.eq(((d.in_c << a_shift) + 7) >> 3),
-                        p_bytes.eq((d.in_pixel_stride << a_shift)[3:35]),
-                        r_bytes.eq((d.in_row_stride << a_shift)[3:35]),
-                        pixels.eq(d.in_h * d.in_w),
-                        or_bits.eq(d.out_row_stride << o_shift),
-                        op_bits.eq(d.out_pixel_stride << o_shift),
-                        seg_bits.eq(d.out_seg << o_shift),
-                        load_q.eq(~d.acc_flag | d.q_flag),
-                    ]
-                    m.next = "GEO1"
-                with m.Else():
-                    m.next = "IDLE"
-            with m.State("GEO1"):
-                m.d.sync += [
-                    x_row.eq(seg * d.in_w),
-                    o_row.eq(out_w * d.out_seg),
-                ]
-                m.next = "GEO2"
+                # the multiplier gives seg * in_w meanwhile (CHECK_LATENCY >= 4 cycles)
+                m.d.sync += x_row.eq(product)
+                with m.If(checks.valid):
+                    with m.If(checks.code == 0):
+                        m.next = "GEO2"
+                    with m.Else():
+                        m.next = "IDLE"
             with m.State("GEO2"):
                 merge1 = (d.in_w > 1) & (p_bytes == seg) & (x_row <= MAX_SEGMENT_BYTES)
                 row_bytes = ((o_row << o_shift) + 7) >> 3
@@ -256,7 +250,11 @@ class PerChannelDatapath(wiring.Component):
                 ]
                 m.next = "GEO3"
             with m.State("GEO3"):
-                m.d.sync += [x_block.eq(x_seg1 * d.in_h), s_block.eq(s_seg * out_h)]
+                m.next = "GEO4"
+            with m.State("GEO4"):
+                m.next = "GEO5"
+            with m.State("GEO5"):
+                m.d.sync += x_block.eq(product)
                 m.next = "RECORD"
             with m.State("RECORD"):
                 x_merge2 = (x_inner == 1) & (d.in_h > 1) & (r_bytes == x_seg1) \
@@ -276,7 +274,7 @@ class PerChannelDatapath(wiring.Component):
                     w.pad_top.eq(Mux(pool, 0, d.pad_top)),
                     w.pad_left.eq(Mux(pool, 0, d.pad_left)),
                     w.pad_value.eq(pad_value), w.precision.eq(prec),
-                    w.groups.eq(Mux(pool, 1, groups)),
+                    w.groups.eq(Mux(pool, 1, groups)), w.pixels.eq(pixels),
                     a.pixels.eq(pixels), a.base_a.eq(0), a.base_b.eq((pixels + 1) >> 1),
                     a.out_base.eq(0),
                     st.acc_bank.eq(0), st.out_h.eq(out_h), st.out_w.eq(out_w),
@@ -343,9 +341,17 @@ class PerChannelDatapath(wiring.Component):
                     m.d.sync += [cur.eq(rec), pool_pending.eq(pool), c_bank.eq(f_bank),
                                  f_bank.eq(f_bank + 1)]
 
+        # the multiplier's operands: x_seg1 * in_h in GEO3, s_seg * out_h in GEO4, else
+        # seg * in_w
+        m.d.sync += [
+            mul_a.eq(Mux(front.ongoing("GEO3"), x_seg1, Mux(front.ongoing("GEO4"), s_seg, seg))),
+            mul_b.eq(Mux(front.ongoing("GEO3"), d.in_h,
+                         Mux(front.ongoing("GEO4"), out_h, d.in_w))),
+            product.eq(mul_a * mul_b),
+        ]
         started_loads = front.ongoing("WAIT") & ~self.stop & load_free
         deciding = front.ongoing("VERDICT")
-        refused = front.ongoing("CODE") & (checks.code != 0)
+        refused = front.ongoing("CODE") & checks.valid & (checks.code != 0)
         stopped = front.ongoing("WAIT") & self.stop
         m.d.comb += [
             checks.start.eq(front.ongoing("CHECK")),

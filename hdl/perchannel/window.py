@@ -39,13 +39,14 @@ _ELEMENT = OPERAND_WIDTH         # bits of one PLM element
 
 def window_command_layout(addr_width):
     """One depthwise command as the window unit needs it (the front end derives ``out_h``,
-    ``out_w`` and ``groups``; ``pad_value`` is already sign-extended from ``act_bits``)."""
+    ``out_w``, ``groups`` and ``pixels``, the operations of a pool: ``out_h * out_w``;
+    ``pad_value`` is already sign-extended from ``act_bits``)."""
     return data.StructLayout({
         "base": unsigned(addr_width), "in_h": unsigned(16), "in_w": unsigned(16),
         "out_h": unsigned(16), "out_w": unsigned(16), "kernel_h": unsigned(4),
         "kernel_w": unsigned(4), "stride_h": unsigned(2), "stride_w": unsigned(2),
         "pad_top": unsigned(4), "pad_left": unsigned(4), "pad_value": signed(_ELEMENT),
-        "precision": Precision, "groups": unsigned(4),
+        "precision": Precision, "groups": unsigned(4), "pixels": unsigned(addr_width + 1),
     })
 
 
