@@ -508,10 +508,11 @@ class STMultiplier(wiring.Component):
             # masked at the weight operand: a pair the configuration does not use adds 0
             used = any_mode(lambda plan, i=i, j=j: (i, j) in plan[2])
             b_ext[i, j] = stage(3, Mux(used, value, 0).as_signed(), f"l{k}_b{i}{j}_s3")
-        # as wide as the result plus the largest shift, so that the sum is exact modulo
-        # 2**product_width for any products (what the cut proofs show), not only the real ones
-        width = self._product_width + max(plan[3] for plan in plans.values()) - base
-        total = Signal(signed(width), name=f"l{k}_total")
+        # wide enough for the exact sum of any signed 10-bit products at their weights, so
+        # that the result is exact for any products (what the cut proofs show), not only the
+        # real ones
+        bound = sum(1 << (2 * _NIBBLE + 1 + _NIBBLE * (i + j) - base) for i, j in pairs)
+        total = Signal(signed(bound.bit_length() + 1), name=f"l{k}_total")
         m.d.comb += total.eq(sum(
             stage(2, self._nibble_product(m, i, j, a_ext[i], b_ext[i, j]), f"l{k}_p{i}{j}_s2")
             << (_NIBBLE * (i + j) - base) for i, j in pairs))
