@@ -123,14 +123,14 @@ def hong_kung_bound(network, capacity):
     Multiplication, 2019), with the convolution's input reuse ``R`` of Chen, Han and Wang
     (Communication Lower Bound in Convolution Accelerators, HPCA 2020). ``R =
     ceil(kh / sh) * ceil(kw / sw)``, the most windows one input element joins (Chen et al.
-    write ``kh * kw / (sh * sw)``, the average, which is larger than the most only when the
-    stride divides the kernel; the most keeps the bound a bound). Elements are counted at the
+    write ``kh * kw / (sh * sw)``, the average, equal to the most when the stride divides the
+    kernel and smaller otherwise; the argument needs the most). Elements are counted at the
     narrowest width ``e`` of the layer's operands (activations, weights, outputs): ``S`` is
     the on-chip bytes (both banks) over ``e``, and every element moved is at least ``e``
-    bytes, so ``e * Q`` bytes is a floor for any schedule, tiled or not. Depthwise layers, pooling
-    and the other host layers: 0 (their three-operand structure is not a matrix product's;
-    the compulsory traffic is their bound). ``layer_bound`` takes the larger of this and the
-    compulsory traffic."""
+    bytes, so ``e * Q`` bytes is a floor for any schedule, tiled or not. Depthwise layers
+    and the host's layers: 0 (they are not matrix products and no term is derived for them;
+    their compulsory traffic stands as their bound). ``layer_bound`` takes the larger of this
+    and the compulsory traffic."""
     p = capacity.precision
     elem = min(p.act_bits, p.weight_bits, capacity.out_bits) / 8
     s = capacity.total_bytes / elem
