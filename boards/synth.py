@@ -42,6 +42,12 @@ from .harness import SynthHarness
 
 #: The per-channel block's build: 4 lanes (Yosys ran out of call stack on the 16-lane core).
 PERCHANNEL_L4_CONFIG = AcceleratorConfig(conv=False, depthwise=DepthwiseConfig(lanes=4))
+#: The default SoC's accelerator with two-block PEs (``pe_multiplier="dsp2"``: the same cycles
+#: and results, half the PE array's DSP blocks in conv2d and per-channel) and a per-channel
+#: store of four requantizers (two cycles per output pixel of 8 lanes).
+ACCELERATOR_DSP2_CONFIG = replace(
+    SOC_ACCELERATOR_CONFIG, pe_multiplier="dsp2",
+    depthwise=replace(SOC_ACCELERATOR_CONFIG.depthwise, store_elements=4))
 
 __all__ = ["BLOCKS", "DEVICES", "PerDevice", "SynthResult", "block_setup", "synthesize"]
 
@@ -226,6 +232,10 @@ BLOCKS = {
                     f"the {SOC_ACCELERATOR_CONFIG.pes}-PE conv2d, "
                     f"{SOC_ACCELERATOR_CONFIG.depthwise.lanes}-lane per-channel and "
                     f"{SOC_ACCELERATOR_CONFIG.fc.pes}-PE FC datapaths", True),
+    "accelerator_dsp2": ("hdl.accelerator:accelerator",
+                         PerDevice({"ecp5-85f": {"config": ACCELERATOR_DSP2_CONFIG.as_dict()}}),
+                         "the default SoC's accelerator with two-block PEs (dsp2) and a "
+                         "four-requantizer per-channel store", True),
     "soc": ("hdl.soc.soc:soc", PerDevice({"ecp5-85f": DEFAULT_SOC.as_dict()}),
             "SoC: Minerva RV32IM + one accelerator with the 16-PE conv2d, 8-lane "
             "per-channel and 4-PE FC datapaths (DEFAULT_SOC)", True),
