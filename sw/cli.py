@@ -70,10 +70,11 @@ def cmd_precisions(args):
 
 
 def cmd_bench(args):
-    runs = _measure(args.channels, args.pes)
+    runs = _measure(args.channels, args.pes) if args.pe else []
     table = _bench_table(runs)
-    print(table)
-    if args.write_results:
+    if args.pe:
+        print(table)
+    if args.write_results and args.pe:
         from sim.results import write_results_section
 
         write_results_section("bench-pe", "\n".join([
@@ -127,8 +128,8 @@ def cmd_bench(args):
 
         print("\nWhole networks on the RTL SoC (Verilator):")
         soc_ok = soc_bench(soc_models, write_results=args.write_results)
-    comparisons, comparison_table = _compare_models(args.inputs)
-    if args.write_results:
+    comparisons, comparison_table = _compare_models(args.inputs) if args.golden else ([], "")
+    if args.write_results and args.golden:
         from sim.results import write_results_section
 
         write_results_section("golden", "\n".join([
@@ -295,6 +296,11 @@ def main(argv=None):
     bench.add_argument("--channels", type=int, nargs="+", default=[64, 1024],
                        help="dot-product lengths")
     bench.add_argument("--pes", type=int, default=16, help="PEs in the row")
+    bench.add_argument("--pe", action=argparse.BooleanOptionalAction, default=True,
+                       help="the PE row's dot products (--no-pe: skip them)")
+    bench.add_argument("--golden", action=argparse.BooleanOptionalAction, default=True,
+                       help="the golden models against LiteRT on the MLPerf Tiny models "
+                            "(--no-golden: skip it)")
     bench.add_argument("--inputs", type=int, default=100,
                        help="random inputs per model for the TFLite comparison")
     from .conv2d_bench import GROUPS as CONV2D_GROUPS

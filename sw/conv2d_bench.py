@@ -102,8 +102,11 @@ class BenchCase:
 
 
 def _layer_macs(program):
-    """The layer's MACs: per command, output pixels x kernel taps x input x output channels
-    (the channels the command really has, not the PE array's)."""
+    """The layer's MACs (:attr:`sw.program.Program.macs`), else per command: output pixels x
+    kernel taps x input x output channels (the channels the command really has, not the PE
+    array's)."""
+    if program.macs is not None:
+        return program.macs
     total = 0
     for d in program.descriptors:
         geo = geometry(d)

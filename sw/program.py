@@ -33,8 +33,8 @@ from hls_ref.invocation import row_tile, tile_bounds
 from hls_ref.precision import Precision
 from hls_ref.socket import SocketModel
 
-__all__ = ["Program", "ProgramError", "compiler_program", "conv2d_program", "fc_program",
-           "pointwise_view"]
+__all__ = ["PairView", "Program", "ProgramError", "compiler_program", "conv2d_program",
+           "fc_program", "pair_view", "pointwise_view"]
 
 OUT_WIDTH_CODE = {bits: code for code, bits in OUT_WIDTH_CODES.items()}
 _ALIGN = 64
@@ -55,6 +55,7 @@ class Program:
     out_layout: TensorLayout
     config: object
     regions: dict = field(default_factory=dict)    # name -> (byte address, bytes)
+    macs: int | None = None             # the layer's multiply-accumulates (conv2d_program)
 
     @property
     def count(self):
@@ -114,17 +115,18 @@ class _Image:
             memory[addr:addr + len(data)] = data
         return memory
 
-    def program(self, seed, desc_addr, descriptors, out_addr, out_layout, config):
+    def program(self, seed, desc_addr, descriptors, out_addr, out_layout, config, macs=None):
         """The :class:`Program` of this image: the fill pattern of ``seed``, the regions
         placed, the descriptors written at ``desc_addr``."""
         memory = self.build(np.random.default_rng(seed))
         write_descriptors(memory, desc_addr, descriptors)
         return Program(memory, desc_addr, descriptors, out_addr, out_layout, config,
-                       self.regions)
+                       self.regions, macs)
 
 
 def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_splits=(),
-                   row_splits=(), in_splits=(), relu=False, seed=0, base=0x1000, guard=192):
+                   row_splits=(), in_splits=(), relu=False, seed=0, base=0x1000, guard=192,
+                   pair_taps=True):
     """A 2D convolution as a descriptor list (see the module docstring).
 
     Parameters
@@ -146,6 +148,9 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
         Seed of the fill pattern.
     base, guard : int
         First byte address used and the unowned bytes after every region.
+    pair_taps : bool
+        Address a layer with narrow input pixels through its :func:`pair_view` when it has
+        one (False: always pixel by pixel).
     """
     p = Precision.parse(command.precision)
     bits, ob, pes = p.act_bits, command.out_bits, config.pes
@@ -156,11 +161,21 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
     sh, sw = command.stride
     ho = (h + top + bottom - kh) // sh + 1
     wo = (w + left + right - kw) // sw + 1
+    macs = ho * wo * kh * kw * c * o
     in_layout = TensorLayout(h, w, c, bits)
     out_layout = TensorLayout(ho, wo, o, ob)
     if any(s % p.lanes for s in in_splits):
         raise ProgramError(f"input-channel tiles must start at multiples of {p.lanes} "
                            f"channels at {p.label}")
+    # Narrow pixels (one ST word holds several) addressed several at a time: the kernel's
+    # taps are paired in the ST operands (see pair_view); the commands see that view.
+    pairs = pair_view(command, in_layout) if pair_taps else None
+    if pairs:
+        if in_splits:
+            raise ProgramError("a tap-paired layer has a single input-channel tile")
+        weights = pairs.weights(weights, in_layout.channel_stride)
+        kw, c, left, right = pairs.kernel_w, pairs.pixels * in_layout.channel_stride, \
+            pairs.pad_left, pairs.pad_right
 
     image = _Image(base, guard)
     in_tiles = tile_bounds(in_splits, c)
@@ -185,6 +200,9 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
     if view:
         in_row_stride, in_pixel_stride = sh * in_layout.row_stride, sw * in_layout.channel_stride
         d_sh, d_sw, d_w = 1, 1, wo
+    elif pairs:
+        in_row_stride, in_pixel_stride = in_layout.row_stride, c
+        d_sh, d_sw, d_w = sh, pairs.stride_w, pairs.in_w
     else:
         in_row_stride, in_pixel_stride = in_layout.row_stride, in_layout.channel_stride
         d_sh, d_sw, d_w = sh, sw, w
@@ -217,7 +235,69 @@ def conv2d_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, out_sp
                     w_addr=blobs[b0, i0], q_addr=qblocks[b0],
                     out_addr=out_addr + out_layout.element_index(r0, 0, b0) * ob // 8,
                     out_row_stride=out_layout.row_stride, out_seg=seg))
-    return image.program(seed, desc_addr, descriptors, out_addr, out_layout, config)
+    return image.program(seed, desc_addr, descriptors, out_addr, out_layout, config, macs)
+
+
+@dataclass(frozen=True)
+class PairView:
+    """How :func:`conv2d_program` addresses a layer whose input pixels are narrower than an
+    ST word (``pixels`` of them fill one): as a convolution over the view whose pixel is
+    ``pixels`` consecutive input pixels (``pixels * channel_stride`` channels, one ST word),
+    so that an ST operand holds ``pixels`` horizontal kernel taps instead of one pixel and
+    zeros.
+
+    Input column ``X`` is slot ``X % pixels`` of view pixel ``X // pixels``. The window of
+    output column ``ox`` starts at input column ``ox * stride - pad_left`` = view pixel
+    ``ox * stride_w - pad_left`` (view units) plus ``lead`` slots; the view kernel is
+    ``kernel_w`` view pixels wide, its slots outside the layer's kernel weigh zero. View
+    pixels outside the view's ``in_w`` are padded as a whole, which is right because they
+    hold only input columns outside the input (its width is a multiple of ``pixels``)."""
+
+    pixels: int          # input pixels per view pixel (one ST word)
+    lead: int            # slots of the first view tap before the kernel's first column
+    kernel_w: int        # view taps
+    stride_w: int        # view pixels between output columns
+    pad_left: int        # view pixels
+    pad_right: int       # view pixels
+    in_w: int            # view pixels per row
+
+    def weights(self, weights, channel_stride):
+        """The view's weights ``(O, kh, kernel_w, pixels * channel_stride)`` from the
+        layer's ``(O, kh, kw, C)``."""
+        o, kh, kw, c = weights.shape
+        view = np.zeros((o, kh, self.kernel_w, self.pixels, channel_stride), np.int64)
+        for kx in range(kw):
+            j, t = divmod(kx + self.lead, self.pixels)
+            view[:, :, j, t, :c] = weights[:, :, kx, :]
+        return view.reshape(o, kh, self.kernel_w, self.pixels * channel_stride)
+
+
+def pair_view(command, in_layout):
+    """The :class:`PairView` of a conv command over ``in_layout`` when it takes fewer
+    operand cycles per output pixel than the plain command, else None: the input pixels are
+    narrow (``hls_ref.descriptor.input_mode``), the horizontal stride and the input width are
+    multiples of the pixels one ST word holds, and the view's kernel is narrower than the
+    layer's (e.g. DS-CNN's 10x4 stride-2 first layer: 3 view taps instead of 4)."""
+    p = Precision.parse(command.precision)
+    if input_mode(p, in_layout.channel_stride) != "narrow":
+        return None
+    pixels = 16 // (in_layout.channel_stride * p.act_bits)
+    _, kw = command.kernel
+    _, sw = command.stride
+    _, _, left, right = command.padding
+    w = in_layout.width
+    if sw % pixels or w % pixels:
+        return None
+    pad_left = -(-left // pixels)
+    lead = pad_left * pixels - left
+    kernel_w = -(-(lead + kw) // pixels)
+    stride_w, in_w = sw // pixels, w // pixels
+    wo = (w + left + right - kw) // sw + 1
+    pad_right = max(0, (wo - 1) * stride_w + kernel_w - in_w - pad_left)
+    if (kernel_w >= kw or pad_left >= kernel_w or pad_right >= kernel_w
+            or (in_w + pad_left + pad_right - kernel_w) // stride_w + 1 != wo):
+        return None
+    return PairView(pixels, lead, kernel_w, stride_w, pad_left, pad_right, in_w)
 
 
 def pointwise_view(command, in_layout):
@@ -258,11 +338,18 @@ def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name
     wo = (w + left + right - kw) // sw + 1
     layer = Layer(name, "conv", ("input",), (h, w, c), (ho, wo, o), (kh, kw), (sh, sw),
                   Padding(top, bottom, left, right))
-    if pointwise_view(command, TensorLayout(h, w, c, Precision.parse(command.precision)
-                                            .act_bits)):
+    in_layout = TensorLayout(h, w, c, Precision.parse(command.precision).act_bits)
+    pairs = pair_view(command, in_layout)
+    if pointwise_view(command, in_layout):
         # its commands load the subsampled view (see conv2d_program): tile that
         layer = Layer(name, "conv", ("input",), (ho, wo, c), (ho, wo, o), (1, 1), (1, 1),
                       Padding(0, 0, 0, 0))
+    elif pairs:
+        # its commands see the tap-paired view (see conv2d_program): tile that
+        layer = Layer(name, "conv", ("input",), (h, pairs.in_w,
+                                                 pairs.pixels * in_layout.channel_stride),
+                      (ho, wo, o), (kh, pairs.kernel_w), (sh, pairs.stride_w),
+                      Padding(top, bottom, pairs.pad_left, pairs.pad_right))
     capacity = Capacity(config, command.precision, command.out_bits)
     tiling = optimal_tiling(layer, capacity, DEFAULT_COST)
     if min_row_tiles is None:
@@ -274,7 +361,7 @@ def compiler_program(x, weights, qblock, command, config=DEFAULT_CONFIG, *, name
         x, weights, qblock, command, config, relu=relu, seed=seed,
         out_splits=range(tiling.out_channels, o, tiling.out_channels),
         row_splits=range(rows, ho, rows),
-        in_splits=range(tiling.in_channels, c, tiling.in_channels))
+        in_splits=() if pairs else range(tiling.in_channels, c, tiling.in_channels))
     return program, tiling
 
 

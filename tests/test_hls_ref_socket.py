@@ -17,6 +17,8 @@ from hls_ref.descriptor import (
     check,
 )
 from hls_ref.dma import DmaRequest, dma_request
+from hls_ref.formats import TensorLayout
+from hls_ref.invocation import Command
 from hls_ref.registers import MAGIC, Access, register_map
 from hls_ref.socket import SocketModel, load_requests
 from sw.fixtures import random_conv, random_splits
@@ -144,6 +146,58 @@ def test_strided_pointwise_layers_load_only_the_pixels_used(precision):
         used = -(-h // stride[0]) * -(-w // stride[1]) * cin * precision.act_bits // 8
         assert view == used * 2           # two output-channel blocks of 16 PEs
         assert strided > view
+
+
+@pytest.mark.parametrize("precision", [Precision.A8W8, Precision.A8W4, Precision.A4W4],
+                         ids=lambda p: p.label)
+def test_narrow_inputs_pair_kernel_taps(precision):
+    """A layer whose narrow input pixels fill an ST word two at a time (one channel at 8
+    bits, two at 4 bits) and whose horizontal stride is a multiple of two is
+    addressed through its tap-paired view: exact (padding on both sides, any lead), and
+    fewer operand cycles per output pixel than pixel by pixel."""
+    from sw.program import compiler_program, pair_view
+
+    rng = np.random.default_rng([precision.value, 27])
+    cin = 2 if precision is Precision.A4W4 else 1     # two pixels per ST word
+    cases = [((10, 4), (2, 2), (4, 5, 1, 1), (13, 8)),
+             ((3, 3), (1, 2), (1, 1, 0, 2), (6, 4)),
+             ((2, 5), (1, 2), (0, 1, 3, 4), (5, 6))]
+    for kernel, stride, pad, size in cases:
+        x, weights, qb, cmd, want = random_conv(rng, precision, 8, cin=cin, cout=20,
+                                                kernel=kernel, size=size, stride=stride,
+                                                pad=pad)
+        view = pair_view(cmd, TensorLayout(*size, cin, precision.act_bits))
+        assert view is not None, (kernel, stride, pad)
+        program = conv2d_program(x, weights, qb, cmd, row_splits=(2,))
+        assert all(d.kernel_w == view.kernel_w < kernel[1] for d in program.descriptors)
+        memory, status = program.run_golden()
+        assert status.done and not status.error, status
+        np.testing.assert_array_equal(program.output(memory), want)
+        assert not len(changed_outside(program.memory, memory, program))
+        plain = conv2d_program(x, weights, qb, cmd, row_splits=(2,), pair_taps=False)
+        assert plain.run_golden()[1].mac_cycles > status.mac_cycles
+        # the compiler tiles the view
+        program, _ = compiler_program(x, weights, qb, cmd)
+        assert all(d.kernel_w == view.kernel_w for d in program.descriptors)
+        memory, status = program.run_golden()
+        np.testing.assert_array_equal(program.output(memory), want)
+
+
+def test_pair_view_refuses_what_it_cannot_address():
+    """No view where it would not pay or cannot be addressed: whole-word pixels, an odd
+    stride or width, a one-column kernel, four 4-bit pixels per word (a stride of 4)."""
+    from sw.program import pair_view
+
+    def view(cin, kernel, stride, pad, w, precision=Precision.A8W8):
+        cmd = Command(precision, 8, kernel, stride, pad, 0)
+        return pair_view(cmd, TensorLayout(8, w, cin, precision.act_bits))
+
+    assert view(1, (3, 4), (2, 2), (1, 1, 1, 1), 10) is not None
+    assert view(2, (3, 4), (2, 2), (1, 1, 1, 1), 10) is None       # a whole word per pixel
+    assert view(1, (3, 4), (2, 1), (1, 1, 1, 1), 10) is None       # odd stride
+    assert view(1, (3, 4), (2, 2), (1, 1, 1, 1), 11) is None       # odd width
+    assert view(1, (3, 1), (2, 2), (1, 1, 0, 0), 10) is None       # one column: no gain
+    assert view(1, (3, 4), (2, 2), (1, 1, 1, 1), 12, Precision.A4W4) is None
 
 
 def test_narrow_inputs_and_byte_rounded_rows():
