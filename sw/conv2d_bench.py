@@ -83,6 +83,14 @@ class BenchCase:
         return self.macs / (r["cycles"] * self.config.pes * self.precision.lanes)
 
     @property
+    def operand_fill(self):
+        """MACs / (MAC cycles x PEs x products per ST operation): the share of the PE
+        array's products that are the layer's while it computes (below 1 when a layer's
+        channels leave ST slots or PEs empty); utilisation = fill x MAC cycles / cycles."""
+        r = self.result
+        return self.macs / (r["mac_cycles"] * self.config.pes * self.precision.lanes)
+
+    @property
     def macs_per_dsp_cycle(self):
         """MACs per cycle per DSP block of the whole build."""
         return self.macs / (self.result["cycles"] * self.config.dsp_blocks)
@@ -242,13 +250,15 @@ def _exact(case):
 
 
 def mlperf_table(cases):
-    lines = ["| layer | commands | MACs | cycles | MAC cycles | utilisation | MACs/DSP/cycle | "
-             "idle between commands | fill + drain | bytes read | bytes written | bit-exact |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| layer | commands | MACs | cycles | MAC cycles | operand fill | utilisation | "
+             "MACs/DSP/cycle | idle between commands | fill + drain | bytes read | "
+             "bytes written | bit-exact |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for c in cases:
         r = c.result
         lines.append(f"| {c.name} | {r['tiles']} | {c.macs:,} | {r['cycles']:,} | "
-                     f"{r['mac_cycles']:,} | {c.utilisation:.1%} | {c.macs_per_dsp_cycle:.2f} | "
+                     f"{r['mac_cycles']:,} | {c.operand_fill:.1%} | {c.utilisation:.1%} | "
+                     f"{c.macs_per_dsp_cycle:.2f} | "
                      f"{c.overhead:.1f} | {c.fill_drain:,} | {r['bytes_read']:,} | "
                      f"{r['bytes_written']:,} | {_exact(c)} |")
     return "\n".join(lines) + "\n\n" + network_table(cases)
@@ -381,6 +391,9 @@ def _section(tables, heading, *, intro):
              "from its descriptor list, with AxiRam answering one 64-bit beat per cycle after "
              "its latency; cycles, MAC cycles, commands and bytes are the accelerator's own "
              "counters. Utilisation = MACs / (cycles x PEs x products per ST operation); "
+             "operand fill = MACs / (MAC cycles x PEs x products per ST operation), the "
+             "share of the PE array's products that are the layer's while it computes (a "
+             "layer whose channels leave ST slots or PEs empty has less than 100%); "
              "MACs/DSP/cycle = MACs / (cycles x every DSP block of the build); "
              "idle between commands = the PE array's idle cycles between its first and last "
              "MAC per command boundary; fill + drain = cycles before the first and after the "
