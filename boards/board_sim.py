@@ -3,23 +3,31 @@ monitor in its on-chip RAM, the external memory behind LiteDRAM's controller on 
 port and its control window -- with LiteDRAM's model of the PHY and the SDRAM chip in place of
 the pins (``litedram_core(..., sim=True)``), on Verilator with the UART on a pseudo-terminal.
 
-What differs from the bitstream: the PLL (the harness drives the system clock), the SDRAM
-clock's output register and the LEDs, which have no simulation models. What it adds to the
+What differs from the bitstream: the PLL (the harness drives the system clock, and the
+accelerators' domain ``accel``, when the build has one, runs on the same clock: the crossings'
+FIFOs and synchronisers are in the path, at one ratio of the clocks), the SDRAM clock's output
+register and the LEDs, which have no simulation models. What it adds to the
 SoC simulation (``sim.soc_sim``): the boot from on-chip RAM, the SDRAM initialisation through
 the control window, and LiteDRAM's controller (its latency, refresh and bank timing) between
 the accelerators and the memory.
 """
 
-from amaranth.hdl import Instance, Module, Signal
+from amaranth.hdl import ClockDomain, ClockSignal, Instance, Module, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.soc.soc import Soc
-from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig, SocConfig
+from hls_ref.config import AcceleratorConfig, SocConfig
 from sim.runner import Design
 
 from .sdram import controller_headers, litedram_core
-from .ulx3s import board_soc_config, controller_ports, controller_spec
+from .ulx3s import (
+    ACCEL_CLOCK_HZ,
+    BOARD_ACCELERATOR,
+    board_soc_config,
+    controller_ports,
+    controller_spec,
+)
 
 __all__ = ["BoardSimTop", "board_sim_design", "board_sim_top", "build_board_simulator"]
 
@@ -45,6 +53,9 @@ class BoardSimTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.soc = soc = self._soc
+        if soc.config.accel_clock_hz:
+            m.domains.accel = accel = ClockDomain("accel")
+            m.d.comb += [accel.clk.eq(ClockSignal("sync")), accel.rst.eq(ResetSignal("sync"))]
         init_done, init_error = Signal(), Signal()
         m.submodules.sdram_core = Instance(
             "litedram_core", **controller_ports(soc, self._address_bits, init_done=init_done,
@@ -70,17 +81,18 @@ def board_sim_design(config, firmware, core):
                    "address_bits": core.address_bits})
 
 
-def build_board_simulator(accelerators=(DEFAULT_CONFIG,), *, clock_hz=50_000_000,
-                          uart_divisor, log=None):
+def build_board_simulator(accelerators=(BOARD_ACCELERATOR,), *, clock_hz=50_000_000,
+                          accel_clock_hz=ACCEL_CLOCK_HZ, uart_divisor, log=None):
     """Build (or reuse) the board-level simulator of the ULX3S build with ``accelerators``
-    (:class:`AcceleratorConfig` each); the board monitor sets ``uart_divisor``. Returns
-    ``(path of the simulator, the SoC's configuration)``."""
+    (:class:`AcceleratorConfig` each; in their own clock domain when ``accel_clock_hz``);
+    the board monitor sets ``uart_divisor``. Returns ``(path of the simulator, the SoC's
+    configuration)``."""
     from sim.soc_sim import build_simulator
     from sw.board import board_firmware
 
     if not all(isinstance(a, AcceleratorConfig) for a in accelerators):
         raise TypeError("accelerators must be AcceleratorConfig objects")
-    config = board_soc_config(clock_hz, tuple(accelerators))
+    config = board_soc_config(clock_hz, tuple(accelerators), accel_clock_hz=accel_clock_hz)
     core = litedram_core(controller_spec(config), sim=True)
     firmware = board_firmware(config, uart_divisor=uart_divisor,
                               extra_headers=controller_headers(core), log=log).read_bytes()

@@ -2,8 +2,10 @@
 
 ::
 
-    25 MHz oscillator -> EHXPLLL -> sync (the SoC and the SDRAM controller)
+    25 MHz oscillator -> EHXPLLL -> sync (the processor, interconnect and SDRAM controller)
                                  -> the same clock shifted by 180 degrees -> SDRAM clock pin
+                                 -> accel (the accelerators; their ports cross into sync
+                                    through asynchronous FIFOs: hdl/soc/clock_crossing.py)
     Soc.mem (AXI4, 64-bit) ------> LiteDRAM user port -> 32 MB SDR SDRAM (boards.sdram)
     Soc.memctrl (Wishbone) ------> LiteDRAM control port (the firmware runs the init sequence)
     on-chip RAM <- the board monitor (firmware/board.c) in the bitstream: the host tool's link
@@ -15,6 +17,8 @@ The SDRAM chip samples its inputs on the rising edge of its clock; driving that 
 period after the controller's (the PLL's second output) centres the controller's outputs on
 it, as the LiteX ULX3S targets do for this board.
 """
+
+import dataclasses
 
 from amaranth.hdl import (
     Cat,
@@ -37,8 +41,8 @@ from sw.board import board_firmware
 
 from .sdram import SdramSpec, controller_headers, litedram_core
 
-__all__ = ["OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config", "controller_ports", "controller_spec",
-           "pll_parameters"]
+__all__ = ["ACCEL_CLOCK_HZ", "BOARD_ACCELERATOR", "OSCILLATOR_HZ", "Ulx3sTop", "board_soc_config",
+           "controller_ports", "controller_spec", "pll_parameters"]
 
 #: The ULX3S's oscillator.
 OSCILLATOR_HZ = 25_000_000
@@ -48,17 +52,34 @@ _VCO_HZ = 600_000_000
 #: The LiteDRAM core's control registers take this window (its CSR region).
 MEMCTRL_BYTES = 1 << 16
 UART_BAUD = 115_200
+#: The accelerators' clock (Hz): their own domain, the PLL's third output. The conv2d
+#: accelerator reaches 75.6 MHz out of context (docs/results.md, its PE row 76.0 MHz).
+ACCEL_CLOCK_HZ = 75_000_000
+#: The board's accelerator: conv2d (16 PEs; DS-CNN's other layers run on the processor) with a
+#: one-element store, the store of the build whose routing converged (docs/board.md).
+BOARD_ACCELERATOR = dataclasses.replace(DEFAULT_CONFIG, store_elements=1)
 
 
-def pll_parameters(clock_hz, reference_hz=OSCILLATOR_HZ):
-    """EHXPLLL parameters for ``clock_hz`` from ``reference_hz`` on the primary output and the
-    same frequency shifted by 180 degrees on the secondary (VCO at 600 MHz; the feedback
-    divider makes the output a multiple of the reference)."""
-    if clock_hz % reference_hz:
-        raise ValueError(f"clock_hz must be a multiple of {reference_hz} Hz, not {clock_hz}")
+def _output_divider(clock_hz, name):
     out_div = _VCO_HZ // clock_hz
     if out_div * clock_hz != _VCO_HZ or not 1 <= out_div <= 128:
-        raise ValueError(f"clock_hz must divide {_VCO_HZ} Hz, not {clock_hz}")
+        raise ValueError(f"{name} must divide {_VCO_HZ} Hz, not {clock_hz}")
+    return out_div
+
+
+def pll_parameters(clock_hz, reference_hz=OSCILLATOR_HZ, accel_clock_hz=0):
+    """EHXPLLL parameters for ``clock_hz`` from ``reference_hz`` on the primary output and the
+    same frequency shifted by 180 degrees on the secondary (VCO at 600 MHz; the feedback
+    divider makes the output a multiple of the reference); with ``accel_clock_hz`` (Hz,
+    dividing 600 MHz), that clock on the third output (``CLKOS2``)."""
+    if clock_hz % reference_hz:
+        raise ValueError(f"clock_hz must be a multiple of {reference_hz} Hz, not {clock_hz}")
+    out_div = _output_divider(clock_hz, "clock_hz")
+    accel = {}
+    if accel_clock_hz:
+        accel_div = _output_divider(accel_clock_hz, "accel_clock_hz")
+        accel = {"p_CLKOS2_ENABLE": "ENABLED", "p_CLKOS2_DIV": accel_div,
+                 "p_CLKOS2_CPHASE": accel_div - 1, "p_CLKOS2_FPHASE": 0}
     assert _VCO_RANGE[0] <= out_div * clock_hz <= _VCO_RANGE[1]
     return {
         "p_CLKI_DIV": 1, "p_CLKFB_DIV": clock_hz // reference_hz, "p_FEEDBK_PATH": "CLKOP",
@@ -68,17 +89,21 @@ def pll_parameters(clock_hz, reference_hz=OSCILLATOR_HZ):
         "p_CLKOS_CPHASE": out_div - 1 + out_div // 2, "p_CLKOS_FPHASE": 0,
         "p_PLLRST_ENA": "DISABLED", "p_INTFB_WAKE": "DISABLED", "p_STDBY_ENABLE": "DISABLED",
         "p_DPHASE_SOURCE": "DISABLED", "p_OUTDIVIDER_MUXA": "DIVA", "p_OUTDIVIDER_MUXB": "DIVB",
+        **accel,
     }
 
 
-def board_soc_config(clock_hz=50_000_000, accelerators=(DEFAULT_CONFIG,),
-                     sdram=None):
+def board_soc_config(clock_hz=50_000_000, accelerators=(BOARD_ACCELERATOR,),
+                     sdram=None, accel_clock_hz=ACCEL_CLOCK_HZ):
     """The SoC of the ULX3S build: the board's SDRAM as external memory, its controller's
-    control window, timed for ``clock_hz``, the UART at 115200 baud."""
+    control window, timed for ``clock_hz``, the UART at 115200 baud, the accelerators in
+    their own clock domain of ``accel_clock_hz`` (0: on ``clock_hz``; a build without
+    accelerators has none)."""
     sdram = SdramSpec() if sdram is None else sdram
     return SocConfig(accelerators=tuple(accelerators), dram_bytes=sdram.bytes,
                      clock_hz=clock_hz, uart_divisor=round(clock_hz / UART_BAUD),
-                     memctrl_bytes=MEMCTRL_BYTES)
+                     memctrl_bytes=MEMCTRL_BYTES,
+                     accel_clock_hz=accel_clock_hz if accelerators else 0)
 
 
 def controller_spec(config, sdram=None):
@@ -136,15 +161,19 @@ class Ulx3sTop(Elaboratable):
         The system clock (a multiple of 25 MHz dividing 600 MHz: 25, 50, 75, 100 MHz...).
     accelerators : tuple of AcceleratorConfig
         The SoC's accelerators.
+    accel_clock_hz : int
+        Their clock domain's (dividing 600 MHz); 0: they run on ``clock_hz``.
     sdram : boards.sdram.SdramSpec
         The SDRAM part (its ``clock_hz`` is replaced by ``clock_hz``).
     """
 
-    def __init__(self, clock_hz=50_000_000, accelerators=(DEFAULT_CONFIG,), sdram=None):
+    def __init__(self, clock_hz=50_000_000, accelerators=(BOARD_ACCELERATOR,), sdram=None,
+                 accel_clock_hz=ACCEL_CLOCK_HZ):
         sdram = SdramSpec() if sdram is None else sdram
         self.clock_hz = clock_hz
-        self.pll = pll_parameters(clock_hz)
-        config = board_soc_config(clock_hz, accelerators, sdram)
+        config = board_soc_config(clock_hz, accelerators, sdram, accel_clock_hz)
+        self.accel_clock_hz = config.accel_clock_hz
+        self.pll = pll_parameters(clock_hz, accel_clock_hz=self.accel_clock_hz)
         self.sdram_spec = controller_spec(config, sdram)
         self.sdram_core = litedram_core(self.sdram_spec)
         self.firmware = board_firmware(config, extra_headers=controller_headers(
@@ -161,21 +190,30 @@ class Ulx3sTop(Elaboratable):
         m.submodules.clk25_buffer = clk25_buffer = io.Buffer("i", clk25)
         clk_sys = Signal()
         clk_shifted = Signal()
+        clk_accel = Signal()
         locked = Signal()
         m.submodules.pll = Instance(
             "EHXPLLL", **self.pll,
             i_CLKI=clk25_buffer.i, i_CLKFB=clk_sys, i_RST=0, i_STDBY=0, i_PHASESEL0=0,
             i_PHASESEL1=0, i_PHASEDIR=0, i_PHASESTEP=0, i_PHASELOADREG=0, i_PLLWAKESYNC=0,
             i_ENCLKOP=0, i_ENCLKOS=0,
-            o_CLKOP=clk_sys, o_CLKOS=clk_shifted, o_LOCK=locked,
+            o_CLKOP=clk_sys, o_CLKOS=clk_shifted, o_CLKOS2=clk_accel, o_LOCK=locked,
             a_FREQUENCY_PIN_CLKI=f"{OSCILLATOR_HZ / 1e6:.6f}",
             a_FREQUENCY_PIN_CLKOP=f"{self.clock_hz / 1e6:.6f}",
             a_FREQUENCY_PIN_CLKOS=f"{self.clock_hz / 1e6:.6f}",
+            **({"a_FREQUENCY_PIN_CLKOS2": f"{self.accel_clock_hz / 1e6:.6f}"}
+               if self.accel_clock_hz else {}),
         )
         m.domains.sync = sync = ClockDomain("sync")
         m.d.comb += sync.clk.eq(clk_sys)
         m.submodules.reset_sync = ResetSynchronizer(~locked, domain="sync")
         platform.add_clock_constraint(clk_sys, self.clock_hz)
+        if self.accel_clock_hz:
+            # both domains leave reset with the PLL's lock (the crossings' FIFOs need that)
+            m.domains.accel = accel = ClockDomain("accel")
+            m.d.comb += accel.clk.eq(clk_accel)
+            m.submodules.reset_sync_accel = ResetSynchronizer(~locked, domain="accel")
+            platform.add_clock_constraint(clk_accel, self.accel_clock_hz)
 
         # the SDRAM: its clock through an output DDR register, the rest to the core
         sdram = platform.request("sdram", 0, dir="-")

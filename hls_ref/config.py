@@ -456,7 +456,7 @@ SPRAM_BLOCK_BYTES = 32 * 1024
 BOOT_SOURCES = ("memory", "uart")
 
 #: ``SocConfig``'s processor and RAM options and their defaults.
-_SOC_OPTIONS = {"muldiv": True, "ram": "block", "boot": "memory"}
+_SOC_OPTIONS = {"muldiv": True, "ram": "block", "boot": "memory", "accel_clock_hz": 0}
 
 #: Accelerators an SoC can hold: ``SYSCTRL.DATAPATHS`` has a byte for each.
 MAX_SOC_ACCELERATORS = 4
@@ -504,6 +504,10 @@ class SocConfig:
       external memory, written by the host: the SoC simulation) or ``"uart"`` (the UART:
       ``BOOT_MAGIC``, the length in words, the words, all little-endian; the host tool sends
       them). A build with firmware in its RAM from configuration starts there instead.
+    * ``accel_clock_hz``: 0 (the default): the accelerators run on the processor's clock
+      (``sync``); otherwise they run in a clock domain ``accel`` of this frequency (Hz), which
+      the SoC's parent provides, and their bus ports, registers and interrupts cross into
+      ``sync`` through asynchronous FIFOs (``hdl/soc/clock_crossing.py``).
 
     * ``nve``: an NVE vector core (``docs/nve.md``) as a peripheral, built from this
       :class:`hls_ref.nve.isa.NveConfig` (its registers, LUT and stream port in the window at
@@ -522,6 +526,7 @@ class SocConfig:
     ram: str = "block"
     boot: str = "memory"
     nve: object = None
+    accel_clock_hz: int = 0
 
     def __post_init__(self):
         accelerators = tuple(self.accelerators)
@@ -543,6 +548,8 @@ class SocConfig:
                 raise ValueError(f"{name} must be a power of two from {low} to {high}, "
                                  f"not {value!r}")
         _positive("clock_hz", self.clock_hz)
+        if self.accel_clock_hz != 0:
+            _positive("accel_clock_hz", self.accel_clock_hz)
         if not isinstance(self.uart_divisor, int) or not 5 <= self.uart_divisor < 1 << 16:
             raise ValueError(f"uart_divisor must be an integer from 5 to 65535, "
                              f"not {self.uart_divisor!r}")

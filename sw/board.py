@@ -304,6 +304,7 @@ def simulated_board(soc, *, level="soc", log=None, max_cycles=10**10):
         from boards.board_sim import build_board_simulator
 
         binary, config = build_board_simulator(soc.accelerators, clock_hz=soc.clock_hz,
+                                               accel_clock_hz=soc.accel_clock_hz,
                                                uart_divisor=SIM_UART_DIVISOR, log=log)
         if config != soc:
             raise ValueError("the board-level simulation runs the board's build: give "

@@ -13,13 +13,17 @@ interconnect, as ``SocConfig`` describes them (``docs/soc.md``).
     interconnect -> mem (the external memory port)
     accelerator k irq -> Minerva fast interrupt k; NVE irq -> fast interrupt NVE_IRQ
 
+With ``SocConfig.accel_clock_hz`` the accelerators run in the clock domain ``accel`` (the
+parent provides it, reset together with ``sync``), and each one's register port, AXI4 manager
+and interrupt cross into ``sync`` through ``hdl/soc/clock_crossing.py``.
+
 An access outside every window ends with a bus error at once (the processor takes a
 bus-error exception) instead of waiting forever.
 """
 
 import struct
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import DomainRenamer, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 from amaranth.utils import exact_log2
@@ -44,6 +48,7 @@ from ..axi import AXI4Signature
 from .accelerators import build_accelerator
 from .boot import boot_program
 from .bridges import WishboneToAxi, WishboneToAxiLite
+from .clock_crossing import AxiLiteCrossing, AxiManagerCrossing, IrqCrossing
 from .cpu import Cpu
 from .interconnect import AxiInterconnect
 from .memory import FirmwareRam
@@ -186,13 +191,27 @@ class Soc(wiring.Component):
             regmap = accelerator.regmap
             bridge = WishboneToAxiLite(addr_width=regmap.addr_width)
             m.submodules[f"accel{k}_regs"] = bridge
-            m.submodules[f"accel{k}"] = accelerator
             base = ACCEL_BASE + k * ACCEL_STRIDE
             dbus.add(bridge.wb, name=f"accel{k}", addr=base)
             windows.append((base, 1 << regmap.addr_width))
-            connect(m, bridge.axil, accelerator.csr)
-            connect(m, accelerator.bus, interconnect.managers[k + 1])
-            m.d.comb += cpu.irq[k].eq(accelerator.irq)
+            if config.accel_clock_hz:
+                m.submodules[f"accel{k}"] = DomainRenamer("accel")(accelerator)
+                regs = AxiLiteCrossing(accelerator.csr.signature.flip())
+                bus = AxiManagerCrossing(accelerator.bus.signature)
+                irq = IrqCrossing()
+                m.submodules[f"accel{k}_regs_cdc"] = regs
+                m.submodules[f"accel{k}_bus_cdc"] = bus
+                m.submodules[f"accel{k}_irq_cdc"] = irq
+                connect(m, bridge.axil, regs.manager)
+                connect(m, regs.subordinate, accelerator.csr)
+                connect(m, accelerator.bus, bus.manager)
+                connect(m, bus.subordinate, interconnect.managers[k + 1])
+                m.d.comb += [irq.i.eq(accelerator.irq), cpu.irq[k].eq(irq.o)]
+            else:
+                m.submodules[f"accel{k}"] = accelerator
+                connect(m, bridge.axil, accelerator.csr)
+                connect(m, accelerator.bus, interconnect.managers[k + 1])
+                m.d.comb += cpu.irq[k].eq(accelerator.irq)
         if config.nve is not None:
             m.submodules.nve = nve = NvePeripheral(config.nve)
             dbus.add(nve.wb, name="nve", addr=NVE_BASE)
