@@ -21,6 +21,12 @@ def test_pll_parameters_keep_the_vco_in_range_and_shift_the_sdram_clock_by_half_
         pll_parameters(60_000_000)
     with pytest.raises(ValueError, match="must divide 600000000"):
         pll_parameters(175_000_000)
+    assert "p_CLKOS2_ENABLE" not in pll
+    # the accelerators' clock on the third output
+    pll = pll_parameters(50_000_000, accel_clock_hz=75_000_000)
+    assert pll["p_CLKOS2_ENABLE"] == "ENABLED" and 75e6 * pll["p_CLKOS2_DIV"] == 600e6
+    with pytest.raises(ValueError, match="accel_clock_hz must divide 600000000"):
+        pll_parameters(50_000_000, accel_clock_hz=70_000_000)
 
 
 def test_sdram_spec_checks_its_fields():
@@ -55,6 +61,10 @@ def test_the_board_soc_has_the_sdram_and_its_control_window():
     config = board_soc_config()
     assert config.dram_bytes == 32 << 20 and config.memctrl_bytes == MEMCTRL_BYTES
     assert config.uart_divisor == 434            # 50 MHz / 115200 baud
+    # the accelerator in its own clock domain; none without accelerators
+    assert config.accel_clock_hz == 75_000_000
+    assert config.accelerators[0].store_elements == 1
+    assert board_soc_config(accelerators=()).accel_clock_hz == 0
     assert SocConfig.from_dict(config.as_dict()) == config
     assert f"#define MEMCTRL_BASE 0x{MEMCTRL_BASE:08x}u" in c_header(config)
     with pytest.raises(ValueError, match="memctrl_bytes must be 0 or a power of two"):
