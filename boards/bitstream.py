@@ -216,7 +216,7 @@ def main(argv=None):
                              "50 by default; icebreaker: 12, its oscillator)")
     parser.add_argument("--accel-mhz", type=int, default=None,
                         help="ulx3s-85f: the accelerators' clock domain in MHz (dividing 600; "
-                             "75 by default; 0: the system clock)")
+                             "100 by default; 0: the system clock)")
     parser.add_argument("--cpu-only", action="store_true",
                         help="the SoC without accelerators (a quicker build)")
     parser.add_argument("--force", action="store_true", help="ignore a cached build")

@@ -62,7 +62,7 @@ def test_the_board_soc_has_the_sdram_and_its_control_window():
     assert config.dram_bytes == 32 << 20 and config.memctrl_bytes == MEMCTRL_BYTES
     assert config.uart_divisor == 434            # 50 MHz / 115200 baud
     # the accelerator in its own clock domain; none without accelerators
-    assert config.accel_clock_hz == 75_000_000
+    assert config.accel_clock_hz == 100_000_000
     assert config.accelerators[0].store_elements == 1
     assert board_soc_config(accelerators=()).accel_clock_hz == 0
     assert SocConfig.from_dict(config.as_dict()) == config
