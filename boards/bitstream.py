@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sim.toolchain import BUILD_ROOT, tool_env
@@ -84,7 +84,10 @@ BITSTREAM_SUFFIX = {"ulx3s-85f": "bit", "icebreaker": "bin"}
 class BitstreamResult:
     """One board build: ``resources`` used and ``available`` (LUT, FF, DSP, BRAM), ``clocks``
     (net -> (achieved MHz, constrained MHz)), ``timing_met``, the ``bitstream`` path (None if
-    place and route failed), seconds the flow took, and a ``note`` when something failed."""
+    place and route failed), seconds the flow took, a ``note`` when something failed;
+    ``placement`` (net -> nextpnr's Fmax estimate after placement, MHz) and ``paths`` (net ->
+    its critical path: ``ns``, ``logic_ns``, ``routing_ns``, ``source``, ``sink`` cells),
+    after routing when it finished, else after placement (from nextpnr's log)."""
 
     board: str
     design: str
@@ -95,12 +98,38 @@ class BitstreamResult:
     bitstream: str
     seconds: float
     note: str = ""
+    placement: dict = field(default_factory=dict)
+    paths: dict = field(default_factory=dict)
 
 
 def _canonical(text):
     names = {}
     return re.sub(r"\$\d+(?:\$\d+)*",
                   lambda match: names.setdefault(match.group(0), f"${len(names)}"), text)
+
+
+_FMAX = re.compile(r"Max frequency for clock '([^']+)': ([0-9.]+) MHz")
+_PATH = re.compile(r"Critical path report for clock '([^']+)' \(posedge -> posedge\):\n(.*?)"
+                   r"Info: ([0-9.]+) ns logic, ([0-9.]+) ns routing", re.S)
+_CELL = re.compile(r"Source (\S+)")
+
+
+def timing_report(log_text):
+    """``(placement, paths)`` from nextpnr's log ``log_text``: each clock net's Fmax estimate
+    after placement (its first report, MHz), and its last critical-path report (after routing
+    when the router finished) as ``{"ns", "logic_ns", "routing_ns", "source", "sink"}``, the
+    source and sink being the path's first and last cells."""
+    placement = {}
+    for name, mhz in _FMAX.findall(log_text):
+        placement.setdefault(name, float(mhz))
+    paths = {}
+    for name, body, logic, routing in _PATH.findall(log_text):
+        cells = _CELL.findall(body)
+        if cells:
+            paths[name] = {"ns": round(float(logic) + float(routing), 2),
+                           "logic_ns": float(logic), "routing_ns": float(routing),
+                           "source": cells[0], "sink": cells[-1]}
+    return placement, paths
 
 
 def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cpu_only=False,
@@ -131,8 +160,13 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cp
         digest.update(name.encode() + b"\0" + _canonical(text).encode() + b"\0")
     work = BUILD_ROOT / "bitstream" / f"{board}-{digest.hexdigest()[:16]}"
     cached = work / "result.json"
+    log_path = work / f"{NAME}.tim"
     if cached.exists() and not force:
-        return BitstreamResult(**json.loads(cached.read_text()))
+        result = BitstreamResult(**json.loads(cached.read_text()))
+        if not result.placement and log_path.exists():
+            # a result cached before the timing report was read
+            result.placement, result.paths = timing_report(log_path.read_text())
+        return result
     plan.extract(work)
     log(f"building {design} in {work} (Yosys, nextpnr, the packer: minutes on an iCE40, tens "
         f"of minutes on an ECP5)")
@@ -154,6 +188,7 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cp
                 available[column] = sum(usage[c]["available"] for c in cell_types if c in usage)
         clocks = {name: (round(c["achieved"], 2), round(c["constraint"], 2))
                   for name, c in report.get("fmax", {}).items()}
+    placement, paths = timing_report(log_path.read_text() if log_path.exists() else "")
     bitstream = work / f"{NAME}.{BITSTREAM_SUFFIX[board]}"
     timing_met = bool(clocks) and all(a >= c for a, c in clocks.values())
     if code or not bitstream.exists():
@@ -161,24 +196,55 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cp
     elif not timing_met:
         note = "timing not met: the bitstream may not work at this clock"
     result = BitstreamResult(board, design, resources, available, clocks, timing_met,
-                             str(bitstream) if bitstream.exists() else None, seconds, note)
+                             str(bitstream) if bitstream.exists() else None, seconds, note,
+                             placement, paths)
     cached.write_text(json.dumps(asdict(result), indent=1))
     return result
 
 
-def format_result(result):
+def format_result(result, *, paths=True):
+    """The result as Markdown: resources, each clock's Fmax (after placement and after
+    routing) against its constraint, and (``paths``) each clock's critical path."""
     lines = [f"{result.design}", "",
              "| resource | used | available |", "|---|---:|---:|"]
     for column, used in result.resources.items():
         lines.append(f"| {column} | {used:,} | {result.available.get(column, 0):,} |")
-    lines += ["", "| clock | Fmax (MHz) | constraint (MHz) |", "|---|---:|---:|"]
-    for name, (achieved, constraint) in result.clocks.items():
-        lines.append(f"| {name} | {achieved:.1f} | {constraint:.1f} |")
+    lines += ["", "| clock net | Fmax after placement (MHz) | Fmax routed (MHz) | "
+              "constraint (MHz) | met |", "|---|---:|---:|---:|---|"]
+    for name in dict.fromkeys([*result.placement, *result.clocks]):
+        achieved, constraint = result.clocks.get(name, (None, None))
+        placed = result.placement.get(name)
+        lines.append(f"| `{name}` | {'-' if placed is None else f'{placed:.1f}'} | "
+                     f"{'not routed' if achieved is None else f'{achieved:.1f}'} | "
+                     f"{'' if constraint is None else f'{constraint:.1f}'} | "
+                     f"{'' if achieved is None else ('yes' if achieved >= constraint else 'no')}"
+                     " |")
+    if paths and result.paths:
+        lines += ["", "| clock net | critical path (ns) | logic / routing (ns) | from | to |",
+                  "|---|---:|---:|---|---|"]
+        for name, path in result.paths.items():
+            lines.append(f"| `{name}` | {path['ns']:.2f} | {path['logic_ns']:.2f} / "
+                         f"{path['routing_ns']:.2f} | `{path['source']}` | `{path['sink']}` |")
     lines += ["", f"timing met: {'yes' if result.timing_met else 'no'}",
               f"bitstream: {result.bitstream or '(none)'}  ({result.seconds:.0f} s)"]
     if result.note:
         lines.append(f"note: {result.note}")
     return "\n".join(lines)
+
+
+def write_results(result, command):
+    """Rewrite the ``bitstream-<board>`` section of ``docs/results.md`` with ``result``."""
+    from sim.results import write_results_section
+
+    text = format_result(result)
+    text = text.replace(str(BUILD_ROOT), "build")
+    write_results_section(f"bitstream-{result.board}", "\n".join([
+        f"## Bitstream: {result.board}", "",
+        f"Regenerate with `{command}`. Yosys, nextpnr and the packer from PyPI (yowasp) on "
+        f"the board's top level (pins, PLL, memory controller); the clocks are nextpnr's "
+        f"global nets, each constrained by the PLL output that drives it. Seconds are "
+        f"wall-clock on the machine that built it (shared with other jobs).",
+        "", text]))
 
 
 def program(result, *, loader=None, run=subprocess.run):
@@ -222,6 +288,8 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true", help="ignore a cached build")
     parser.add_argument("--router", default="router2", choices=["router1", "router2"],
                         help="nextpnr's router")
+    parser.add_argument("--write-results", action="store_true",
+                        help="rewrite the bitstream-<board> section of docs/results.md")
     parser.add_argument("--program", action="store_true",
                         help="then load it into the board's FPGA with openFPGALoader")
     args = parser.parse_args(argv)
@@ -230,6 +298,13 @@ def main(argv=None):
                                              else args.accel_mhz * 1_000_000),
                              cpu_only=args.cpu_only, force=args.force, router=args.router)
     print(format_result(result))
+    if args.write_results:
+        command = " ".join(["python -m boards.bitstream", f"--board {args.board}",
+                            *([f"--clock-mhz {args.clock_mhz}"] if args.clock_mhz else []),
+                            *([f"--accel-mhz {args.accel_mhz}"] if args.accel_mhz is not None
+                              else []),
+                            *(["--cpu-only"] if args.cpu_only else []), "--write-results"])
+        write_results(result, command)
     ok = bool(result.bitstream) and result.timing_met
     if ok and args.program:
         try:

@@ -130,3 +130,37 @@ def test_the_default_bitstream_builds_with_its_timing_report():
     result = build_bitstream("ulx3s-85f")
     assert result.bitstream, result.note
     assert result.clocks and result.resources["LUT"] <= result.available["LUT"]
+
+
+_NEXTPNR_LOG = """Info: Max frequency for clock '$glbnet$clk': 57.10 MHz (PASS at 50.00 MHz)
+Info: Max frequency for clock '$glbnet$clk_accel': 96.40 MHz (FAIL at 100.00 MHz)
+Info: Routing..
+Info: Critical path report for clock '$glbnet$clk_accel' (posedge -> posedge):
+Info:       type curr  total name
+Info:   clk-to-q  0.52  0.52 Source soc.accel0.plm.q_TRELLIS_FF_Q.Q
+Info:    routing  2.35  2.88 Net soc.accel0.x (110,21) -> (115,21)
+Info:                          Sink soc.accel0.store.y_LUT4_D.B
+Info:      logic  0.24  3.11 Source soc.accel0.store.y_LUT4_D.F
+Info:      setup  0.00  10.20 Source soc.accel0.store.z_TRELLIS_FF_Q.DI
+Info: 3.20 ns logic, 7.00 ns routing
+
+Warning: Max frequency for clock '$glbnet$clk': 55.00 MHz (PASS at 50.00 MHz)
+Warning: Max frequency for clock '$glbnet$clk_accel': 98.04 MHz (FAIL at 100.00 MHz)
+"""
+
+
+def test_the_timing_report_reads_each_clocks_placement_estimate_and_critical_path():
+    from boards.bitstream import BitstreamResult, format_result, timing_report
+
+    placement, paths = timing_report(_NEXTPNR_LOG)
+    assert placement == {"$glbnet$clk": 57.1, "$glbnet$clk_accel": 96.4}
+    assert paths == {"$glbnet$clk_accel": {
+        "ns": 10.2, "logic_ns": 3.2, "routing_ns": 7.0,
+        "source": "soc.accel0.plm.q_TRELLIS_FF_Q.Q",
+        "sink": "soc.accel0.store.z_TRELLIS_FF_Q.DI"}}
+    result = BitstreamResult("ulx3s-85f", "d", {}, {}, {"$glbnet$clk": (55.0, 50.0)}, False,
+                             None, 1.0, "", placement, paths)
+    text = format_result(result)
+    assert "| `$glbnet$clk` | 57.1 | 55.0 | 50.0 | yes |" in text
+    assert "| `$glbnet$clk_accel` | 96.4 | not routed |" in text
+    assert "| `$glbnet$clk_accel` | 10.20 | 3.20 / 7.00 |" in text
