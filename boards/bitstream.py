@@ -108,7 +108,7 @@ def _canonical(text):
                   lambda match: names.setdefault(match.group(0), f"${len(names)}"), text)
 
 
-_FMAX = re.compile(r"Max frequency for clock '([^']+)': ([0-9.]+) MHz")
+_FMAX = re.compile(r"Max frequency for clock\s+'([^']+)': ([0-9.]+) MHz")
 _PATH = re.compile(r"Critical path report for clock '([^']+)' \(posedge -> posedge\):\n(.*?)"
                    r"Info: ([0-9.]+) ns logic, ([0-9.]+) ns routing", re.S)
 _CELL = re.compile(r"Source (\S+)")
@@ -163,8 +163,8 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cp
     log_path = work / f"{NAME}.tim"
     if cached.exists() and not force:
         result = BitstreamResult(**json.loads(cached.read_text()))
-        if not result.placement and log_path.exists():
-            # a result cached before the timing report was read
+        if log_path.exists():
+            # read again: the result may have been cached by an older reader
             result.placement, result.paths = timing_report(log_path.read_text())
         return result
     plan.extract(work)

@@ -132,7 +132,7 @@ def test_the_default_bitstream_builds_with_its_timing_report():
     assert result.clocks and result.resources["LUT"] <= result.available["LUT"]
 
 
-_NEXTPNR_LOG = """Info: Max frequency for clock '$glbnet$clk': 57.10 MHz (PASS at 50.00 MHz)
+_NEXTPNR_LOG = """Info: Max frequency for clock       '$glbnet$clk': 57.10 MHz (PASS at 50.00 MHz)
 Info: Max frequency for clock '$glbnet$clk_accel': 96.40 MHz (FAIL at 100.00 MHz)
 Info: Routing..
 Info: Critical path report for clock '$glbnet$clk_accel' (posedge -> posedge):
