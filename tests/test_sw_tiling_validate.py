@@ -222,6 +222,36 @@ def test_the_accumulators_count_in_a_shared_memory():
     assert not report.ok and "occupy" in report.summary()
 
 
+def test_a_bank_loaded_twice_in_a_step_counts_its_furthest_load():
+    # every one-segment load split in two, its upper half first: an earlier validator took a
+    # bank's extent from the step's last load into it, so the shared memory looked half empty
+    net, _ = _conv_net()
+    schedule = build_schedule(net, "optimal", Capacity(ocm_bytes=16 << 10))
+
+    def split(d):
+        for step in d["layers"][0]["steps"]:
+            loads = []
+            for t in step["loads"]:
+                half = t["segment_bytes"] // 2 // 8 * 8
+                if t["rows"] == t["pixels"] == 1 and half:
+                    upper = {**t, "addr": t["addr"] + half, "offset": t["offset"] + half,
+                             "segment_bytes": t["segment_bytes"] - half}
+                    loads += [upper, {**t, "segment_bytes": half}]
+                else:
+                    loads.append(t)
+            step["loads"] = loads
+
+    mutated = _edit(schedule, split)
+    assert len(mutated.layers[0].steps[0].loads) > len(schedule.layers[0].steps[0].loads)
+    assert validate_schedule(mutated, net).ok            # the same bytes, in two calls
+    t = schedule.layers[0].tiling
+    acc = Capacity(ocm_bytes=16 << 10).acc_tile_bytes(t.rows, net.layer("L").out_shape[1],
+                                                      t.out_channels)
+    share = max(_loaded_bytes(schedule)) + acc - 8
+    report = validate_schedule(mutated, net, capacity=Capacity(ocm_bytes=2 * share))
+    assert not report.ok and "occupy" in report.summary()
+
+
 def _loaded_bytes(schedule):
     """Bytes each step's operands occupy in their banks, from the transfers alone."""
     extent, out = {}, []

@@ -273,6 +273,7 @@ class _Banks:
         self.banks = {}
         self.extent = {}
         self.previous = (set(), set())   # banks the previous step computed from / stored
+        self.loaded = set()              # banks the current step has loaded into
 
     def bank(self, buffer, bank):
         key = (buffer, bank)
@@ -289,7 +290,15 @@ class _Banks:
         b = mem.bank_indices(t)
         bank = self.bank(t.buffer, t.bank)
         if t.direction == "load":
-            self.extent[(t.buffer, t.bank)] = int(b.max()) + 1
+            # a bank's extent is the furthest byte any of this step's loads into it reaches
+            # (not the last load's: loads into one bank may come in any order); a bank no
+            # load of this step touches keeps what an earlier step left in it
+            key = (t.buffer, t.bank)
+            end = int(b.max()) + 1
+            if key in self.loaded:
+                end = max(end, self.extent[key])
+            self.extent[key] = end
+            self.loaded.add(key)
         if b.max() >= len(bank):
             raise ValidationError(f"{t.direction} of {t.tensor} needs {b.max() + 1} bytes of "
                                   f"the {t.buffer} bank, which holds {len(bank)}")
@@ -375,6 +384,7 @@ def _replay_layer(ls, layer, capacity, mem, params, limits):
     for s, step in enumerate(ls.steps):
         try:
             banks.check_overlap(step)
+            banks.loaded.clear()
             for t in step.loads:
                 if t.direction != "load":
                     raise ValidationError(f"a load of {t.tensor} that stores")
