@@ -20,8 +20,12 @@ Both domains must be reset together (a board's PLL lock, synchronised into each)
 emptied by its write domain's reset.
 
 The interrupt is a level (``CTRL.irq_enable & (STATUS.done | STATUS.error)``): the processor
-clears it by a register write, whose write response returns through the crossing after the
-accelerator has taken the write, a path no shorter than the interrupt's synchroniser.
+clears it by a register write. The write response and the cleared level leave the accelerator
+on the same edge and each crosses through one ``accel`` register and two ``sync`` flip-flops,
+but the two synchronisers resolve independently: the interrupt may still read high for about
+one ``sync`` cycle after the write response has arrived. Firmware that returns from its
+handler at once must therefore tolerate one spurious entry (it finds ``STATUS`` clear); the
+firmware here polls ``mip`` and makes further register accesses before it waits again.
 
 Ref: Clifford E. Cummings, "Simulation and Synthesis Techniques for Asynchronous FIFO Design",
 SNUG 2002; AMBA AXI and ACE Protocol Specification (ARM IHI 0022), A3.
