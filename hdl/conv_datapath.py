@@ -751,11 +751,19 @@ class ConvDatapath(wiring.Component):
                      st_banks.enable.eq(store_fsm_idle)]
         st_acc_bank = [st_banks.q[pe] for pe in range(pes)]
         st_q = data.View(store_quant_layout(pes), Mux(st_acc_bank[0], store_q[1], store_q[0]))
-        m.d.comb += [store.q.zero_point.eq(st_q.zero_point), store.q.low.eq(st_q.low),
-                     store.q.high.eq(st_q.high)]
+        # The chosen bank's parameters are registered on their way to the store: the bank
+        # bits and both banks' parameters sit by the PEs, the requantizer's operand
+        # registers by the store, and the bank multiplexer and the store's PE selection
+        # together with that distance headed the board build's accelerator clock. The bank
+        # is chosen while the store stage is idle and the store reads its parameters no
+        # earlier than three cycles after it starts, so the register costs no cycle.
+        chosen_q = Signal(store_quant_layout(pes), name="store_q_chosen", reset_less=True)
+        m.d.sync += [chosen_q.zero_point.eq(st_q.zero_point), chosen_q.low.eq(st_q.low),
+                     chosen_q.high.eq(st_q.high)]
         for field in ("multiplier", "shift"):
             chosen = _per_pe_select(st_acc_bank, [getattr(q, field) for q in store_q])
-            m.d.comb += [getattr(store.q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
+            m.d.sync += [getattr(chosen_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
+        m.d.comb += store.q.eq(chosen_q)
         with m.FSM(name="store_stage") as store_fsm:
             with m.State("IDLE"):
                 # the record follows the queue's head while idle (nothing reads it then), so
