@@ -548,7 +548,8 @@ class SocConfig:
                 raise ValueError(f"{name} must be a power of two from {low} to {high}, "
                                  f"not {value!r}")
         _positive("clock_hz", self.clock_hz)
-        if self.accel_clock_hz != 0:
+        # False equals 0 but is not a clock
+        if self.accel_clock_hz != 0 or isinstance(self.accel_clock_hz, bool):
             _positive("accel_clock_hz", self.accel_clock_hz)
         if not isinstance(self.uart_divisor, int) or not 5 <= self.uart_divisor < 1 << 16:
             raise ValueError(f"uart_divisor must be an integer from 5 to 65535, "

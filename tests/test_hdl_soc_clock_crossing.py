@@ -190,6 +190,6 @@ def test_the_soc_config_selects_the_crossing():
     assert "accel_clock_hz" not in DEFAULT_SOC.as_dict()
     config = SocConfig(accel_clock_hz=75_000_000)
     assert SocConfig.from_dict(config.as_dict()) == config
-    for bad in (-1, 2.5, "fast"):
+    for bad in (-1, 2.5, "fast", True, False):
         with pytest.raises(ValueError, match="accel_clock_hz must be a positive integer"):
             SocConfig(accel_clock_hz=bad)
