@@ -31,6 +31,15 @@ def test_fc(simulator, request):
 
 
 @pytest.mark.slow
+def test_fc_dsp1(sim):
+    """The random layers on one-block ST units (a DSP block and a LUT unit each), as the
+    build's ``pe_multiplier`` makes them."""
+    config = {**FC_P4, "pe_multiplier": "dsp1"}
+    assert run_cocotb(design(config, "fc_p4_dsp1"), "tests.cocotb.tb_fc", sim=sim,
+                      testcase="random_layers") == 1
+
+
+@pytest.mark.slow
 def test_fc_every_real_layer(sim):
     """Every FC layer of the four MLPerf Tiny models, one vector and a batch of 8."""
     assert run_cocotb(design(), "tests.cocotb.tb_fc", sim=sim, testcase="real_layers",

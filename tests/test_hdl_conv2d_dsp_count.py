@@ -1,8 +1,8 @@
 # amaranth: UnusedElaboratable=no
-"""The DSP blocks of the conv2d accelerator elaborated for the ECP5, counted in its netlist:
-:attr:`hls_ref.config.AcceleratorConfig.dsp_blocks` (which the benchmarks divide MACs by) is
-what the hardware instantiates (synthesis reports the blocks of the whole build, including
-any it infers, in ``docs/results.md``)."""
+"""The DSP blocks of the conv2d accelerator and of the FC datapath's ST units, elaborated for
+the ECP5 and counted in the netlist: :attr:`hls_ref.config.AcceleratorConfig.dsp_blocks`
+(which the benchmarks divide MACs by) is what the hardware instantiates (synthesis reports
+the blocks of the whole build, including any it infers, in ``docs/results.md``)."""
 
 import re
 
@@ -11,7 +11,7 @@ from amaranth.back import rtlil
 
 from hdl.accelerator import Accelerator
 from hdl.target import Target
-from hls_ref.config import AcceleratorConfig
+from hls_ref.config import PE_MULTIPLIERS, AcceleratorConfig, FCConfig
 
 SMALL = {"pes": 4, "plm_in_words": 1024, "plm_w_words": 1024, "plm_acc_words": 512,
          "max_width": 64}
@@ -23,3 +23,19 @@ def test_dsp_blocks_of_the_netlist(multiplier):
     text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)
     blocks = len(re.findall(r"^\s*cell \\MULT18X18D ", text, flags=re.MULTILINE))
     assert blocks == config.dsp_blocks
+
+
+def _mult18_cells(config):
+    text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)
+    return len(re.findall(r"^\s*cell \\MULT18X18D ", text, flags=re.MULTILINE))
+
+
+def test_fc_st_units_follow_pe_multiplier():
+    """The FC datapath's ST units are built as ``pe_multiplier`` says, like the conv2d PEs:
+    each build differs from the one-block build by the units' extra blocks alone."""
+    fc = FCConfig(pes=4, st_units=2, plm_in_words=256)
+    counts = {m: _mult18_cells(AcceleratorConfig(conv=False, fc=fc, pe_multiplier=m))
+              for m in ("dsp4", "dsp2", "dsp1")}
+    units = fc.pes * fc.st_units
+    for m in ("dsp4", "dsp2"):
+        assert counts[m] - counts["dsp1"] == units * (PE_MULTIPLIERS[m] - 1), counts

@@ -65,7 +65,7 @@ class FCCore(wiring.Component):
 
     Parameters
     ----------
-    pes, st_units, max_batch, precisions, stages, dsp
+    pes, st_units, max_batch, precisions, stages, multiplier
         The PE array's (``stages``: of its ST multipliers).
     in_rows : int
         Input PLM bank, rows of 64 bits.
@@ -96,7 +96,7 @@ class FCCore(wiring.Component):
     """
 
     def __init__(self, *, pes=4, st_units=2, max_batch=8, precisions=tuple(Precision),
-                 stages=4, dsp=False, in_rows=1024, in_latency=2):
+                 stages=4, multiplier="lut", in_rows=1024, in_latency=2):
         self._pes = check_int("pes", pes, minimum=1)
         self._units = check_int("st_units", st_units, minimum=1)
         if st_units not in (1, 2, 4):
@@ -104,7 +104,7 @@ class FCCore(wiring.Component):
         self._max_batch = check_int("max_batch", max_batch, minimum=1)
         self._precisions = check_precisions(precisions)
         self._stages = check_int("stages", stages, minimum=1, maximum=4)
-        self._dsp = bool(dsp)
+        self._multiplier = multiplier
         self._in_rows = check_int("in_rows", in_rows, minimum=1)
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
         self._batch_bits = max(1, ceil_log2(max_batch))
@@ -142,7 +142,8 @@ class FCCore(wiring.Component):
         units = self._units
         m.submodules.pes = pes = FCPEArray(
             pes=self._pes, st_units=units, max_batch=self._max_batch,
-            precisions=self._precisions, stages=self._stages, dsp=self._dsp, user_width=8)
+            precisions=self._precisions, stages=self._stages, multiplier=self._multiplier,
+            user_width=8)
 
         cmd = Signal.like(self.cmd, reset_less=True)
         with m.If(self.start):

@@ -119,7 +119,7 @@ class FCDatapath(wiring.Component):
         m.submodules.rows = rows = WeightRows(units=pes * units)
         m.submodules.core = core = FCCore(
             pes=pes, st_units=units, max_batch=fc.max_batch, precisions=fc.precisions,
-            stages=self._pe_stages, dsp=config.pe_multiplier != "lut", in_rows=in_rows,
+            stages=self._pe_stages, multiplier=config.pe_multiplier, in_rows=in_rows,
             in_latency=2)
         acc_bits = address_bits(core.acc_rows)
         m.submodules.store = store = FCStore(pes=pes, max_batch=fc.max_batch,

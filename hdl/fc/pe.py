@@ -20,7 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from ..params import check_int, check_precisions
+from ..params import check_int, check_multiplier, check_precisions
 from ..st_multiplier import STMultiplier
 
 __all__ = ["FCPEArray"]
@@ -41,8 +41,9 @@ class FCPEArray(wiring.Component):
         The ST configurations.
     stages : int
         Pipeline stages of the ST multipliers.
-    dsp : bool
-        Build the multipliers from DSP blocks (see :class:`hdl.st_multiplier.STMultiplier`).
+    multiplier : str
+        How the ST multipliers are built: ``"lut"``, ``"dsp4"``, ``"dsp2"`` or ``"dsp1"``
+        (see :class:`hdl.st_multiplier.STMultiplier`; the latency is ``stages`` in each).
     user_width : int
         Side-band bits carried from an op to its sums.
 
@@ -60,13 +61,13 @@ class FCPEArray(wiring.Component):
     """
 
     def __init__(self, *, pes=4, st_units=2, max_batch=8, precisions=tuple(Precision),
-                 stages=4, dsp=False, user_width=0):
+                 stages=4, multiplier="lut", user_width=0):
         self._pes = check_int("pes", pes, minimum=1)
         self._units = check_int("st_units", st_units, minimum=1)
         self._max_batch = check_int("max_batch", max_batch, minimum=1)
         self._precisions = check_precisions(precisions)
         self._stages = check_int("stages", stages, minimum=1, maximum=4)
-        self._dsp = bool(dsp)
+        self._multiplier = check_multiplier(multiplier)
         self._user_width = check_int("user_width", user_width, minimum=0)
         super().__init__({
             "i": In(stream.Signature(self.input_layout, always_ready=True)),
@@ -124,7 +125,7 @@ class FCPEArray(wiring.Component):
             row = []
             for unit in range(self._units):
                 mul = STMultiplier(precisions=self._precisions, stages=self._stages,
-                                   multiplier="dsp4" if self._dsp else "lut")
+                                   multiplier=self._multiplier)
                 m.submodules[f"st{pe}_{unit}"] = mul
                 m.d.comb += [mul.i.valid.eq(self.i.valid), mul.i.payload.a.eq(op.a[unit]),
                              mul.i.payload.b.eq(op.b[pe * self._units + unit]),
