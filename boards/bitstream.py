@@ -1,6 +1,6 @@
 """Bitstreams of the SoC for real boards (``make bitstream BOARD=...``).
 
-``python -m boards.bitstream [--board ulx3s-85f|icebreaker] [--clock-mhz 50] [--cpu-only]``
+``python -m boards.bitstream [--board ulx3s-85f|icebreaker] [--clock-mhz 40] [--cpu-only]``
 elaborates the board's top level (:mod:`boards.ulx3s`, :mod:`boards.icebreaker`), writes it
 through Amaranth's platform build (the board definitions of ``amaranth-boards``) and runs
 Yosys, nextpnr and ecppack or icepack from the yowasp packages. Everything lands in
@@ -25,6 +25,8 @@ from pathlib import Path
 from sim.toolchain import BUILD_ROOT, tool_env
 
 from .synth import DEVICES, PREPARE
+from .ulx3s import ACCEL_CLOCK_HZ as ULX3S_ACCEL_CLOCK_HZ
+from .ulx3s import CLOCK_HZ as ULX3S_CLOCK_HZ
 
 __all__ = ["BOARDS", "BitstreamResult", "build_bitstream"]
 
@@ -75,7 +77,7 @@ def _icebreaker(clock_hz, cpu_only, accel_clock_hz=None):
 #: device); ``accel_clock_hz`` None: the board's default.
 BOARDS = {"ulx3s-85f": _ulx3s_85f, "icebreaker": _icebreaker}
 #: Each board's default clock, Hz.
-DEFAULT_CLOCKS = {"ulx3s-85f": 50_000_000, "icebreaker": 12_000_000}
+DEFAULT_CLOCKS = {"ulx3s-85f": ULX3S_CLOCK_HZ, "icebreaker": 12_000_000}
 #: The bitstream file's suffix on each board's family.
 BITSTREAM_SUFFIX = {"ulx3s-85f": "bit", "icebreaker": "bin"}
 
@@ -278,11 +280,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m boards.bitstream", description=__doc__)
     parser.add_argument("--board", default="ulx3s-85f", choices=sorted(BOARDS))
     parser.add_argument("--clock-mhz", type=int, default=None,
-                        help="system clock in MHz (ulx3s-85f: a multiple of 25 dividing 600, "
-                             "50 by default; icebreaker: 12, its oscillator)")
+                        help="system clock in MHz (ulx3s-85f: dividing 600, "
+                             f"{ULX3S_CLOCK_HZ // 1_000_000} by default; icebreaker: 12, its "
+                             "oscillator)")
     parser.add_argument("--accel-mhz", type=int, default=None,
                         help="ulx3s-85f: the accelerators' clock domain in MHz (dividing 600; "
-                             "100 by default; 0: the system clock)")
+                             f"{ULX3S_ACCEL_CLOCK_HZ // 1_000_000} by default; 0: the system "
+                             "clock)")
     parser.add_argument("--cpu-only", action="store_true",
                         help="the SoC without accelerators (a quicker build)")
     parser.add_argument("--force", action="store_true", help="ignore a cached build")

@@ -33,9 +33,9 @@ def _soc(args):
         return icebreaker_soc_config(uart_divisor=SIM_UART_DIVISOR if args.sim else None)
     if args.sim == "soc":
         return SOC_BUILDS[args.soc]
-    from boards.ulx3s import board_soc_config
+    from boards.ulx3s import CLOCK_HZ, board_soc_config
 
-    clock_hz = args.clock_mhz * 1_000_000
+    clock_hz = args.clock_mhz * 1_000_000 if args.clock_mhz else CLOCK_HZ
     return board_soc_config(clock_hz) if args.soc == "default" else board_soc_config(
         clock_hz, accelerators=())
 
@@ -143,8 +143,9 @@ def add_parser(commands):
                           "to its boot ROM first; --soc cpu)")
     run.add_argument("--soc", default="default", choices=["default", "cpu"],
                      help="the SoC build the board runs (default: with the accelerators)")
-    run.add_argument("--clock-mhz", type=int, default=50,
-                     help="the board build's system clock (make bitstream CLOCK_MHZ)")
+    run.add_argument("--clock-mhz", type=int, default=None,
+                     help="the board build's system clock (make bitstream CLOCK_MHZ; "
+                          "default: the build's own default)")
     run.add_argument("--baud", type=int, default=115200, help="the UART's baud rate")
     run.add_argument("--timeout", type=float, default=None,
                      help="seconds to wait for an answer (default 2; 600 with --sim)")

@@ -5,7 +5,13 @@ window and the ULX3S top level as Amaranth's platform build writes it (no place 
 import pytest
 
 from boards.sdram import SdramSpec, litedram_core
-from boards.ulx3s import MEMCTRL_BYTES, board_soc_config, pll_parameters
+from boards.ulx3s import (
+    ACCEL_CLOCK_HZ,
+    CLOCK_HZ,
+    MEMCTRL_BYTES,
+    board_soc_config,
+    pll_parameters,
+)
 from hls_ref.config import SocConfig
 from hls_ref.soc_map import MEMCTRL_BASE, c_header
 
@@ -17,8 +23,13 @@ def test_pll_parameters_keep_the_vco_in_range_and_shift_the_sdram_clock_by_half_
     assert 25e6 * pll["p_CLKFB_DIV"] * pll["p_CLKOP_DIV"] == 600e6
     assert pll["p_CLKOS_CPHASE"] - pll["p_CLKOP_CPHASE"] == pll["p_CLKOS_DIV"] // 2
     assert pll_parameters(100_000_000)["p_CLKOP_DIV"] == 6
-    with pytest.raises(ValueError, match="multiple of 25000000"):
-        pll_parameters(60_000_000)
+    # below 50 MHz the input divider joins in: 25 MHz * 8 / 5 = 40 MHz, the secondary output
+    # half a 40 MHz period later (an odd output divider: seven and a half VCO cycles)
+    pll = pll_parameters(40_000_000)
+    assert (pll["p_CLKI_DIV"], pll["p_CLKFB_DIV"], pll["p_CLKOP_DIV"]) == (5, 8, 15)
+    assert (pll["p_CLKOS_CPHASE"] - pll["p_CLKOP_CPHASE"], pll["p_CLKOS_FPHASE"]) == (7, 4)
+    with pytest.raises(ValueError, match=r"multiple of 25000000 Hz divided by at most 8"):
+        pll_parameters(4_687_500)               # 600 MHz / 128
     with pytest.raises(ValueError, match="must divide 600000000"):
         pll_parameters(175_000_000)
     assert "p_CLKOS2_ENABLE" not in pll
@@ -60,9 +71,10 @@ def test_litedram_core_has_the_ports_the_top_level_connects(tmp_path):
 def test_the_board_soc_has_the_sdram_and_its_control_window():
     config = board_soc_config()
     assert config.dram_bytes == 32 << 20 and config.memctrl_bytes == MEMCTRL_BYTES
-    assert config.uart_divisor == 434            # 50 MHz / 115200 baud
+    assert config.clock_hz == CLOCK_HZ == 40_000_000
+    assert config.uart_divisor == 347            # 40 MHz / 115200 baud
     # the accelerator in its own clock domain; none without accelerators
-    assert config.accel_clock_hz == 100_000_000
+    assert config.accel_clock_hz == ACCEL_CLOCK_HZ == 60_000_000
     assert config.accelerators[0].store_elements == 1
     assert board_soc_config(accelerators=()).accel_clock_hz == 0
     assert SocConfig.from_dict(config.as_dict()) == config
@@ -83,7 +95,7 @@ def test_ulx3s_top_level_is_written_with_pins_clock_constraint_and_sdram_core():
     lpf = plan.files["tessera.lpf"]
     for pin in ("G2", "F19", "J16", "M1", "L4", "B2"):   # clock, SDRAM clock, dq0, UART, LED 0
         assert f'SITE "{pin}"' in lpf, pin
-    assert "FREQUENCY NET" in lpf and "50000000" in lpf
+    assert f'FREQUENCY NET "clk_sys" {CLOCK_HZ:.1f} HZ' in lpf
     assert "litedram_core.v" in plan.files
     assert PREPARE in plan.files["tessera.ys"]
     il = plan.files["tessera.il"]
