@@ -53,17 +53,22 @@ def _digest(verilog, trace, sources, cflags):
     return hasher.hexdigest()[:16]
 
 
-def build_simulator(soc=DEFAULT_SOC, *, design=None, sources=(), board=False, trace=False,
-                    log=None):
+def build_simulator(soc=DEFAULT_SOC, *, design=None, sources=(), board=False, clocks=None,
+                    trace=False, log=None):
     """Path of the Verilated SoC simulator of ``soc`` (built if not cached; a first build takes
     minutes). ``design``: another top level (a :class:`sim.runner.Design` named ``soc``) with
     extra Verilog ``sources``; ``board``: the top has no external-memory port (the harness is
-    built with ``TESSERA_BOARD``). ``log`` receives progress lines."""
+    built with ``TESSERA_BOARD``); ``clocks``: ``(system Hz, accelerators' Hz)`` when the top
+    has an ``accel_clk`` input (the harness then drives it at that ratio). ``log`` receives
+    progress lines."""
     start = time.monotonic()
     if log:
         log("generating the SoC's Verilog")
     verilog = (design or soc_design(soc)).verilog()
     cflags = _CXX_FLAGS + (" -DTESSERA_BOARD" if board else "")
+    if clocks:
+        sync_hz, accel_hz = clocks
+        cflags += f" -DTESSERA_SYNC_HZ={int(sync_hz)}ULL -DTESSERA_ACCEL_HZ={int(accel_hz)}ULL"
     # keyed by the Verilog's contents: a change of the Python sources that leaves the netlist
     # alone costs the Verilog's generation, not Verilator's build
     directory = BUILD_ROOT / "soc" / f"soc-{_digest(verilog, trace, sources, cflags)}"

@@ -1,7 +1,9 @@
 // Verilator harness of the Tessera SoC (hdl/soc/soc.py): the external memory as an AXI4
 // subordinate, the UART's receiver, the exit and progress words. Built and run by sim/soc_sim.py.
 // Built with -DTESSERA_BOARD for the board-level top (boards/board_sim.py), whose memory is
-// inside it: then only the UART, exit and progress words are used.
+// inside it: then only the UART, exit and progress words are used. Built with
+// -DTESSERA_SYNC_HZ=F -DTESSERA_ACCEL_HZ=G for a top with an accelerators' clock input
+// (accel_clk): the harness drives it at G while clk runs at F, each edge at its own time.
 //
 // Usage: soc_sim JOB
 // JOB is a text file of commands, one per line:
@@ -31,6 +33,7 @@
 // Addresses beyond the memory answer DECERR.
 
 #include <cstdint>
+#include <numeric>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +90,25 @@ struct Rng {  // xorshift64*, deterministic across platforms
     }
     bool chance(double p) { return p > 0 && (next() >> 11) * (1.0 / 9007199254740992.0) < p; }
 };
+
+#ifdef TESSERA_ACCEL_HZ
+// The accelerators' clock of a two-clock top. Time counts in units in which both half periods
+// are whole: the system clock's is ACCEL_HZ / g units, the accelerators' SYNC_HZ / g (g the
+// two frequencies' greatest common divisor).
+struct AccelClock {
+    uint64_t sync_half, accel_half;
+    uint64_t next = 0;                   // the time of the accelerators' clock's next edge
+    AccelClock() {
+        uint64_t g = std::gcd(uint64_t(TESSERA_SYNC_HZ), uint64_t(TESSERA_ACCEL_HZ));
+        sync_half = TESSERA_ACCEL_HZ / g;
+        accel_half = TESSERA_SYNC_HZ / g;
+    }
+    // every edge of the accelerators' clock before time t, each evaluated on its own
+    template <typename Top> void until(Top *top, uint64_t t) {
+        for (; next < t; next += accel_half) { top->accel_clk = !top->accel_clk; top->eval(); }
+    }
+};
+#endif
 
 struct Job {
     uint64_t dram = 1 << 24;
@@ -268,10 +290,27 @@ int main(int argc, char **argv) {
         return (b.addr & ~uint64_t((1u << b.size) - 1)) + (uint64_t(i) << b.size);
     };
 
+#ifdef TESSERA_ACCEL_HZ
+    // the system clock falls at the start of each of its periods (time `now`) and rises half a
+    // period later; the accelerators' edges that fall in between are evaluated first
+    AccelClock accel;
+    uint64_t now = 0;
+    top->accel_clk = 0;
+    auto sync_fall = [&] { accel.until(top, now); top->clk = 0; top->eval(); };
+    auto sync_rise = [&] {
+        accel.until(top, now + accel.sync_half);
+        top->clk = 1;
+        top->eval();
+        now += 2 * accel.sync_half;
+    };
+#else
+    auto sync_fall = [&] { top->clk = 0; top->eval(); };
+    auto sync_rise = [&] { top->clk = 1; top->eval(); };
+#endif
     top->clk = 0;
     top->rst = 1;
     top->uart_rx = 1;
-    for (int i = 0; i < 4; ++i) { top->clk = 1; top->eval(); top->clk = 0; top->eval(); }
+    for (int i = 0; i < 4; ++i) { sync_rise(); sync_fall(); }
     top->rst = 0;
 
     while (true) {
@@ -300,8 +339,7 @@ int main(int argc, char **argv) {
         MEM(bvalid) = b_valid;
         if (b) { MEM(bid) = b->id; MEM(bresp) = b->error ? 2 : 0; }
 
-        top->clk = 0;
-        top->eval();
+        sync_fall();
         // the handshakes of this cycle, sampled before the edge
         bool ar_fire = MEM(arvalid) && MEM(arready);
         bool aw_fire = MEM(awvalid) && MEM(awready);
@@ -318,8 +356,7 @@ int main(int argc, char **argv) {
         bool exit_now = top->exit_valid;
         uint32_t code = top->exit_code, progress_now = top->progress;
 
-        top->clk = 1;
-        top->eval();
+        sync_rise();
 #if VM_TRACE
         if (trace) trace->dump(2 * cycle + 1);
 #endif
@@ -372,7 +409,7 @@ int main(int argc, char **argv) {
     // let the UART finish a character in flight
     size_t sent = uart.text.size();
     for (unsigned i = 0; i < 12 * job.divisor && uart.state >= 0; ++i) {
-        top->clk = 0; top->eval(); bool tx = top->uart_tx; top->clk = 1; top->eval();
+        sync_fall(); bool tx = top->uart_tx; sync_rise();
         uart.step(tx);
     }
     if (job.pty) {
