@@ -135,14 +135,18 @@ def timing_report(log_text):
 
 
 def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cpu_only=False,
-                    force=False, router="router2", log=print):
+                    force=False, router="router2", seed=1, log=print):
     """Build (or reuse) the bitstream of ``board``; returns a :class:`BitstreamResult`.
     ``accel_clock_hz``: the accelerators' clock domain (None: the board's default; 0: the
     system clock).
     ``router``: nextpnr's router (``router2`` by default: ``router1`` had not finished the
-    default build's congested routing after an hour)."""
+    default build's congested routing after an hour).
+    ``seed``: nextpnr's placement seed (a placement whose routing does not converge may have a
+    neighbour that does)."""
     if router not in ("router1", "router2"):
         raise ValueError(f"router must be router1 or router2, not {router!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 1:
+        raise ValueError(f"seed must be a positive integer, not {seed!r}")
     if board not in BOARDS:
         raise ValueError(f"board must be one of {', '.join(BOARDS)}, not {board!r}")
     clock_hz = clock_hz or DEFAULT_CLOCKS[board]
@@ -154,7 +158,7 @@ def build_bitstream(board="ulx3s-85f", *, clock_hz=None, accel_clock_hz=None, cp
               + (f" at {config.accel_clock_hz / 1e6:g} MHz" if config.accel_clock_hz else ""))
     plan = platform.build(top, name=NAME, do_build=False, script_after_read=PREPARE,
                           nextpnr_opts=("--timing-allow-fail --report report.json "
-                                                f"--router {router}"))
+                                                f"--router {router} --seed {seed}"))
     digest = hashlib.sha256()
     for name in sorted(plan.files):
         content = plan.files[name]
@@ -292,6 +296,7 @@ def main(argv=None):
     parser.add_argument("--force", action="store_true", help="ignore a cached build")
     parser.add_argument("--router", default="router2", choices=["router1", "router2"],
                         help="nextpnr's router")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed")
     parser.add_argument("--write-results", action="store_true",
                         help="rewrite the bitstream-<board> section of docs/results.md")
     parser.add_argument("--program", action="store_true",
@@ -300,14 +305,18 @@ def main(argv=None):
     result = build_bitstream(args.board, clock_hz=args.clock_mhz and args.clock_mhz * 1_000_000,
                              accel_clock_hz=(None if args.accel_mhz is None
                                              else args.accel_mhz * 1_000_000),
-                             cpu_only=args.cpu_only, force=args.force, router=args.router)
+                             cpu_only=args.cpu_only, force=args.force, router=args.router,
+                             seed=args.seed)
     print(format_result(result))
     if args.write_results:
         command = " ".join(["python -m boards.bitstream", f"--board {args.board}",
                             *([f"--clock-mhz {args.clock_mhz}"] if args.clock_mhz else []),
                             *([f"--accel-mhz {args.accel_mhz}"] if args.accel_mhz is not None
                               else []),
-                            *(["--cpu-only"] if args.cpu_only else []), "--write-results"])
+                            *(["--cpu-only"] if args.cpu_only else []),
+                            *([f"--router {args.router}"] if args.router != "router2" else []),
+                            *([f"--seed {args.seed}"] if args.seed != 1 else []),
+                            "--write-results"])
         write_results(result, command)
     ok = bool(result.bitstream) and result.timing_met
     if ok and args.program:

@@ -132,6 +132,16 @@ def test_program_says_what_is_missing(tmp_path):
     assert calls == [["sh", "-b", "ulx3s", str(bit)]]
 
 
+def test_build_bitstream_checks_its_flow_options_before_building():
+    from boards.bitstream import build_bitstream
+
+    with pytest.raises(ValueError, match=r"^router must be router1 or router2, not 'router3'$"):
+        build_bitstream(router="router3")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r"^seed must be a positive integer"):
+            build_bitstream(seed=bad)
+
+
 @pytest.mark.slow
 def test_the_default_bitstream_builds_with_its_timing_report():
     """``make bitstream``'s default build (cached by digest after the first run, which takes
