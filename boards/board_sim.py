@@ -5,8 +5,8 @@ the pins (``litedram_core(..., sim=True)``), on Verilator with the UART on a pse
 
 What differs from the bitstream: the PLL (the harness drives the system clock and, when the
 build has an accelerators' domain ``accel``, its clock at the configured frequencies' ratio,
-each edge at its own time; the crossings carry every signal between the two),
-the SDRAM clock's output register and the LEDs, which have no simulation models. What it adds to the
+each edge at its own time; the crossings carry every signal between the two), the SDRAM
+clock's output register and the LEDs, which have no simulation models. What it adds to the
 SoC simulation (``sim.soc_sim``): the boot from on-chip RAM, the SDRAM initialisation through
 the control window, and LiteDRAM's controller (its latency, refresh and bank timing) between
 the accelerators and the memory.
