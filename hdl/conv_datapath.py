@@ -752,11 +752,11 @@ class ConvDatapath(wiring.Component):
         st_acc_bank = [st_banks.q[pe] for pe in range(pes)]
         st_q = data.View(store_quant_layout(pes), Mux(st_acc_bank[0], store_q[1], store_q[0]))
         # The chosen bank's parameters are registered on their way to the store: the bank
-        # bits and both banks' parameters sit by the PEs, the requantizer's operand
-        # registers by the store, and the bank multiplexer and the store's PE selection
-        # together with that distance headed the board build's accelerator clock. The bank
-        # is chosen while the store stage is idle and the store reads its parameters no
-        # earlier than three cycles after it starts, so the register costs no cycle.
+        # bits and both banks' parameters sit by the PEs, the requantizer's operands by the
+        # store; the bank and PE multiplexers and that distance head the board's accelerator
+        # clock (the sums the same bits choose below still cross it in one cycle). The bank
+        # is chosen while the store stage is idle and the store reads its parameters three
+        # cycles after it starts or later, so the register costs no cycle.
         chosen_q = Signal(store_quant_layout(pes), name="store_q_chosen", reset_less=True)
         m.d.sync += [chosen_q.zero_point.eq(st_q.zero_point), chosen_q.low.eq(st_q.low),
                      chosen_q.high.eq(st_q.high)]
