@@ -38,7 +38,7 @@ help:
 	@echo "make formal       SymbiYosys proofs"
 	@echo "make synth [BLOCK=...] [DEVICE=ecp5-85f|ice40-up5k]   Yosys + nextpnr table"
 	@echo "make synth-report synthesise the standard blocks and rewrite docs/results.md"
-	@echo "make bitstream [BOARD=ulx3s-85f|icebreaker] [CLOCK_MHZ=50]   the SoC's bitstream and timing report"
+	@echo "make bitstream [BOARD=ulx3s-85f|icebreaker] [CLOCK_MHZ=40]   the SoC's bitstream and timing report"
 	@echo "make bench        cycle benchmarks from simulation -> docs/results.md"
 	@echo "make lint         ruff"
 
