@@ -17,17 +17,16 @@ SMALL = {"pes": 4, "plm_in_words": 1024, "plm_w_words": 1024, "plm_acc_words": 5
          "max_width": 64}
 
 
+def _mult18_cells(config):
+    """MULT18X18D cells in the netlist of the accelerator of ``config`` for the ECP5."""
+    text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)
+    return len(re.findall(r"^\s*cell \\MULT18X18D ", text, flags=re.MULTILINE))
+
+
 @pytest.mark.parametrize("multiplier", ["dsp4", "dsp2", "dsp1"])
 def test_dsp_blocks_of_the_netlist(multiplier):
     config = AcceleratorConfig(**SMALL, pe_multiplier=multiplier)
-    text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)
-    blocks = len(re.findall(r"^\s*cell \\MULT18X18D ", text, flags=re.MULTILINE))
-    assert blocks == config.dsp_blocks
-
-
-def _mult18_cells(config):
-    text = rtlil.convert(Accelerator(config), platform=Target("ecp5"), emit_src=False)
-    return len(re.findall(r"^\s*cell \\MULT18X18D ", text, flags=re.MULTILINE))
+    assert _mult18_cells(config) == config.dsp_blocks
 
 
 def test_fc_st_units_follow_pe_multiplier():
