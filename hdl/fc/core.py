@@ -30,7 +30,7 @@ from amaranth.utils import ceil_log2
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from ..params import address_bits, check_int, check_precisions
+from ..params import address_bits, check_int, check_multiplier, check_precisions
 from .pe import FCPEArray
 
 __all__ = ["FCCore", "fc_core_command_layout"]
@@ -104,7 +104,7 @@ class FCCore(wiring.Component):
         self._max_batch = check_int("max_batch", max_batch, minimum=1)
         self._precisions = check_precisions(precisions)
         self._stages = check_int("stages", stages, minimum=1, maximum=4)
-        self._multiplier = multiplier
+        self._multiplier = check_multiplier(multiplier)
         self._in_rows = check_int("in_rows", in_rows, minimum=1)
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
         self._batch_bits = max(1, ceil_log2(max_batch))
