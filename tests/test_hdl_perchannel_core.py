@@ -38,7 +38,7 @@ def run(precision, x, w, stride, padding, pad_value, seed):
     sums, macs = [], [0]
 
     async def testbench(ctx):
-        ctx.set(core.weights, weights)
+        ctx.set(core.weights, [weights, weights])
         ctx.set(core.cmd, dict(base=0, in_h=h, in_w=wd, out_h=ho, out_w=wo, kernel_h=kh,
                                kernel_w=kw, stride_h=stride[0], stride_w=stride[1],
                                pad_top=top, pad_left=left, pad_value=pad_value,
@@ -132,3 +132,111 @@ def test_pool_mode_sums_the_whole_tile(precision):
     sums, macs = run_pool(precision, x, seed=precision.value)
     assert sums == [x.sum(axis=(0, 1)).tolist()]
     assert macs == x.shape[0] * x.shape[1]
+
+
+def test_commands_back_to_back_use_their_own_weights_and_precision():
+    """Depthwise commands started as soon as the core accepts them (the next one's window
+    runs while the present one's last operations and sums are in flight), alternating weight
+    banks, each with its own precision and shape, then a pool that waits for an idle core:
+    every output's sums equal the golden model's for its command."""
+    from .test_hdl_perchannel_window import _random_command
+
+    rng = np.random.default_rng(11)
+    commands, base = [], 0
+    for _ in range(4):
+        precision = list(Precision)[int(rng.integers(len(Precision)))]
+        x, kernel, stride, padding, pad_value = _random_command(rng, precision)
+        w_lo, w_hi = -(1 << (precision.weight_bits - 1)), 1 << (precision.weight_bits - 1)
+        w = rng.integers(w_lo, w_hi, (*kernel, LANES))
+        commands.append((precision, x, w, stride, padding, pad_value, base))
+        base += 24
+    pool_x = rng.integers(-128, 128, (3, 2, LANES))
+    rows = [[0] * (1 << ADDR) for _ in range(2)]
+    for _, x, *_, base in [*commands, (None, pool_x, None, None, None, None, 120)]:
+        for k in range(2):
+            for r, value in enumerate(plm_rows(x, base)[k]):
+                rows[k][r] |= value
+    core = DepthwiseCore(lanes=LANES, max_kernel=(3, 3), addr_width=ADDR, fifo_depth=4,
+                         precisions=list(Precision), stages=2)
+    dut = Harness(core, rows)
+    sums = []
+
+    def bank(precision, w):
+        kh, kw, _ = w.shape
+        words = pack_weights(w.reshape(kh * kw, LANES).T, precision)
+        rows = [[0] * LANES for _ in range(9)]
+        for g in range(words.shape[1]):
+            rows[g] = [int(v) for v in words[:, g]]
+        return rows
+
+    def outputs(x, w, stride, padding):
+        kh, kw, _ = w.shape
+        return (((x.shape[0] + padding[0] + padding[1] - kh) // stride[0] + 1)
+                * ((x.shape[1] + padding[2] + padding[3] - kw) // stride[1] + 1))
+
+    # a bank is rewritten for command n once command n - 2's sums are all out (its last
+    # operation taken)
+    done_after = np.cumsum([outputs(x, w, stride, padding)
+                            for _, x, w, stride, padding, _, _ in commands])
+
+    async def testbench(ctx):
+        banks = [[[0] * LANES for _ in range(9)] for _ in range(2)]
+        queue = list(enumerate(commands))
+        pool_started = False
+        for _ in range(4000):
+            start = 0
+            bank_free = queue and (queue[0][0] < 2 or len(sums) >= done_after[queue[0][0] - 2])
+            if queue and bank_free and ctx.get(core.accept):
+                n, (precision, x, w, stride, padding, pad_value, base) = queue.pop(0)
+                kh, kw, _ = w.shape
+                ho = (x.shape[0] + padding[0] + padding[1] - kh) // stride[0] + 1
+                wo = (x.shape[1] + padding[2] + padding[3] - kw) // stride[1] + 1
+                banks[n & 1] = bank(precision, w)
+                ctx.set(core.cmd, dict(
+                    base=base, in_h=x.shape[0], in_w=x.shape[1], out_h=ho, out_w=wo,
+                    kernel_h=kh, kernel_w=kw, stride_h=stride[0], stride_w=stride[1],
+                    pad_top=padding[0], pad_left=padding[2], pad_value=pad_value,
+                    precision=precision, groups=-(-(kh * kw) // precision.lanes)))
+                ctx.set(core.tag, n & 1)
+                ctx.set(core.pool, 0)
+                start = 1
+            elif queue:
+                pass                    # the next command waits for its weight bank
+            elif not pool_started:
+                ctx.set(core.cmd, dict(base=120, in_h=3, in_w=2, out_h=3, out_w=2, kernel_h=1,
+                                       kernel_w=1, stride_h=1, stride_w=1, pad_top=0,
+                                       pad_left=0, pad_value=0, precision=Precision.A8W8,
+                                       groups=1, pixels=6))
+                ctx.set(core.pool, 1)
+                start = 1
+                if ctx.get(core.accept):
+                    # a pool waits for the last command's sums
+                    assert not ctx.get(core.busy)
+                    pool_started = True
+                    ctx.set(core.tag, 0)
+            ctx.set(core.weights, banks)
+            ctx.set(core.start, start)
+            ready = int(rng.random() < 0.7)
+            ctx.set(core.o.ready, ready)
+            if ready and ctx.get(core.o.valid):
+                sums.append([int(v) for v in ctx.get(core.o.payload)])
+            await ctx.tick()
+            if pool_started and not ctx.get(core.busy):
+                break
+        assert pool_started and not ctx.get(core.busy)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+    at = 0
+    zeros = np.zeros(LANES, np.int64)
+    for precision, x, w, stride, padding, pad_value, _ in commands:
+        golden = DepthwiseAccelerator(BIG)
+        golden.invoke(Command(precision, 8, w.shape[:2], stride, padding, pad_value,
+                              q_flag=False), x, w, QuantBlock(0, 0, 0, zeros, zeros, zeros))
+        ho, wo, _ = golden.acc.shape
+        got = np.array(sums[at:at + ho * wo]).reshape(ho, wo, LANES)
+        assert np.array_equal(got, golden.acc), (precision, w.shape, stride, padding)
+        at += ho * wo
+    assert sums[at:] == [pool_x.sum(axis=(0, 1)).tolist()]

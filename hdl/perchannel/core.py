@@ -12,6 +12,12 @@ With ``pool`` set at the start the command is an average pool's sum: the caller 
 kernel over the tile (``out_h x out_w`` = the tile), the core multiplies every pixel by one
 (the weight word holds 1 in the slot that meets tap 0) and emits one sum per lane for the
 whole tile.
+
+Commands follow one another without a gap (:class:`~hdl.perchannel.window.WindowUnit`): the
+core takes the next depthwise command while the present one's last operations and sums are
+still in flight; each operation carries its command's precision and weight bank (``tag``).
+A pool takes the core alone: it is accepted only when the core is idle, and nothing is
+accepted while it runs.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
@@ -39,12 +45,14 @@ class DepthwiseCore(wiring.Component):
 
     Members
     -------
-    start, cmd, busy, rd
-        As for the window unit (``busy`` until the last sum has been taken).
+    start, cmd, tag, accept, busy, rd
+        As for the window unit (``busy`` until the last sum has been taken; ``accept`` also
+        waits for an idle core before and after a pool).
     pool : ``In(1)``
         With ``start``: the command is an average pool's sum (see above).
-    weights : ``In(ArrayLayout(ArrayLayout(unsigned(16), lanes), taps))``
-        The command's weight rows (held for the command).
+    weights : ``In(ArrayLayout(ArrayLayout(ArrayLayout(unsigned(16), lanes), taps), 2))``
+        Two banks of weight rows: a command started with ``tag`` t multiplies by bank t
+        (held until its last operation has been taken).
     o : ``Out(stream.Signature(ArrayLayout(signed(32), lanes)))``
         One sum per lane and output pixel.
     mac : ``Out(1)``
@@ -61,11 +69,13 @@ class DepthwiseCore(wiring.Component):
             "start": In(1),
             "pool": In(1),
             "cmd": In(window_command_layout(addr_width)),
+            "tag": In(1),
+            "accept": Out(1),
             "busy": Out(1),
             "rd": In(memory.ReadPort.Signature(addr_width=addr_width,
                                                shape=lanes * 16)).array(2),
-            "weights": In(data.ArrayLayout(data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes),
-                                           self._window.taps)),
+            "weights": In(data.ArrayLayout(data.ArrayLayout(
+                data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes), self._window.taps), 2)),
             "o": Out(stream.Signature(data.ArrayLayout(signed(32), lanes))),
             "mac": Out(1),
         })
@@ -75,30 +85,33 @@ class DepthwiseCore(wiring.Component):
         window = m.submodules.window = self._window
         for ours, its in zip(self.rd, window.rd, strict=True):
             wiring.connect(m, wiring.flipped(ours), its)
-        precision = Signal(Precision)
         pool = Signal()
         total = Signal(len(self.cmd.pixels))     # a pool's operations
         count = Signal(len(self.cmd.pixels))
-        with m.If(self.start & ~self.busy):
-            m.d.sync += [precision.eq(self.cmd.precision), pool.eq(self.pool),
-                         total.eq(self.cmd.pixels), count.eq(0)]
+        # a pool's clear and last come from its operation count: no command overlaps it
+        m.d.comb += self.accept.eq(window.accept & ((~pool & ~self.pool) | ~self.busy))
+        with m.If(self.start & self.accept):
+            m.d.sync += [pool.eq(self.pool), total.eq(self.cmd.pixels), count.eq(0)]
         with m.Elif(window.o.valid & window.o.ready):
             m.d.sync += count.eq(count + 1)
-        m.d.comb += [window.start.eq(self.start), window.cmd.eq(self.cmd)]
+        m.d.comb += [window.start.eq(self.start & self.accept), window.cmd.eq(self.cmd),
+                     window.tag.eq(self.tag)]
         # a pool's weight: one in the slot that meets the activation of tap 0 (the crossed
         # pairing puts it in the top slot)
+        op = window.o.payload
+        precision = op.precision
         one = Mux(precision == Precision.A4W4, 1 << 12,
                   Mux((precision == Precision.A8W8) | (precision == Precision.A8W4), 1 << 8, 1))
-        clear = Mux(pool, count == 0, window.o.payload.clear)
-        last = Mux(pool, count == total - 1, window.o.payload.last)
+        clear = Mux(pool, count == 0, op.clear)
+        last = Mux(pool, count == total - 1, op.last)
 
         elements = [ProcessingElement(**self._pe) for _ in range(self._lanes)]
-        op = window.o.payload
         for lane, element in enumerate(elements):
             m.submodules[f"pe{lane}"] = element
-            b = self.weights[0][lane]
+            bank = [self.weights[t] for t in range(2)]
+            b = Mux(op.tag, bank[1][0][lane], bank[0][0][lane])
             for g in range(1, self._window.taps):
-                b = Mux(op.group == g, self.weights[g][lane], b)
+                b = Mux(op.group == g, Mux(op.tag, bank[1][g][lane], bank[0][g][lane]), b)
             m.d.comb += [
                 element.i.valid.eq(window.o.valid),
                 element.i.payload.a.eq(op.a[lane]),

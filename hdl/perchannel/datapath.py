@@ -29,8 +29,13 @@ It implements :class:`hdl.socket.signature.DatapathSignature` with the blocks of
 
 With two banks (``DepthwiseConfig.banks``) a command's loads overlap the previous command's
 compute and its compute the previous command's store; with one, its loads wait for the
-previous compute and its compute for the previous store. The socket fetches and checks the
-next descriptor meanwhile. After a failed store the computed command is dropped.
+previous compute and its compute for the previous store. With two banks a depthwise command
+also follows a depthwise command without a gap: it is taken as soon as the core has read the
+previous one's tile and the store stage is idle, so that its window fills while the previous
+command's last operations and sums are in flight (that command then drains into its output
+bank with its own biases, and goes to the store stage when its last sum is written). The
+socket fetches and checks the next descriptor meanwhile. After a failed store the computed
+command is dropped.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
@@ -400,11 +405,18 @@ class PerChannelDatapath(wiring.Component):
                     m.d.sync += w_flat[64 * n:64 * n + width].eq(beat.data[:width])
 
         # the compute stage's copies of the weights and the quantization block, taken with
-        # the command (the front end then loads the next command's)
-        c_weights = Signal.like(weights)
+        # the command (the front end then loads the next command's); two banks of weights,
+        # by ``c_tag``: a command may start while the previous one's last operations still
+        # multiply by its own
+        c_weights = [Signal.like(weights, name=f"c_weights{t}") for t in range(2)]
+        c_tag = Signal()
         cq = Signal.like(q_loader.q)
         with m.If(go):
-            m.d.sync += [c_weights.eq(weights), cq.eq(q_loader.q)]
+            m.d.sync += [c_tag.eq(~c_tag), cq.eq(q_loader.q)]
+            with m.If(c_tag):
+                m.d.sync += c_weights[0].eq(weights)
+            with m.Else():
+                m.d.sync += c_weights[1].eq(weights)
 
         # --- the input PLM: two memories by row parity, ``banks`` banks each -----------------
         for k in range(2):
@@ -435,11 +447,24 @@ class PerChannelDatapath(wiring.Component):
         cur_add = cur.mode == Mode.ADD
         st_go = Signal()
         st_req_valid = Signal()
-        handoff = Signal()               # the computed command moves to the store stage
+        handoff = Signal()               # a computed command moves to the store stage
         drop = Signal()                  # a store failed: the computed command is dropped
-        m.d.sync += st_go.eq(0)
+        # A depthwise command taken while the previous depthwise command runs (two banks):
+        # the previous one drains (``drn``: its record, output bank and biases) while the new
+        # one's window fills; ``early`` takes it, ``claim`` holds the compute stage in RUN
+        # from the front end's last check to its verdict.
+        early = Signal()
+        early_ok = Signal()
+        early_start = Signal()
+        draining = Signal()
+        drain_done = Signal()
+        drn = Signal(layout, reset_less=True)
+        drn_bank = Signal(bank_bits)
+        drn_bias = Signal.like(cq.bias, reset_less=True)
+        m.d.sync += [st_go.eq(0), early_start.eq(early)]
         with m.If(st_req_valid & self.wr_req.ready):
             m.d.sync += st_req_valid.eq(0)
+        claim = front.ongoing("SETTLE") & early_ok
         with m.FSM(name="perchannel_compute") as comp:
             with m.State("IDLE"):
                 with m.If(go):
@@ -448,15 +473,23 @@ class PerChannelDatapath(wiring.Component):
                 m.d.sync += out_row.eq(0)
                 m.next = "RUN"
             with m.State("RUN"):
-                with m.If(~core.busy & ~add.busy & ~add.wr_en):
+                with m.If(~core.busy & ~add.busy & ~add.wr_en & ~draining & ~early_start
+                          & ~claim & ~go):
                     m.next = "DONE"
             with m.State("DONE"):
                 with m.If(handoff | drop):
                     m.d.sync += o_bank.eq(o_bank + (s.banks - 1))
                     m.next = "IDLE"
+        with m.If(early):
+            m.d.sync += [draining.eq(1), drn.eq(cur), drn_bank.eq(o_bank),
+                         drn_bias.eq(cq.bias), o_bank.eq(o_bank + 1)]
+        with m.Elif(drain_done):
+            m.d.sync += draining.eq(0)
+        h_rec = Mux(drain_done, drn.as_value(), cur.as_value())
+        h_q_flag = Mux(drain_done, drn.q_flag, cur.q_flag)
         with m.FSM(name="perchannel_store") as stf:
             with m.State("IDLE"):
-                with m.If(handoff & cur.q_flag):
+                with m.If(handoff & h_q_flag):
                     m.d.sync += [st_go.eq(1), st_req_valid.eq(1)]
                     m.next = "STORE"
             with m.State("STORE"):
@@ -466,15 +499,26 @@ class PerChannelDatapath(wiring.Component):
                 with m.If(self.wr_done.valid):
                     m.next = "IDLE"
         m.d.comb += [
-            handoff.eq(comp.ongoing("DONE") & stf.ongoing("IDLE") & ~self.stop),
-            drop.eq(comp.ongoing("DONE") & self.stop),
+            early_ok.eq(comp.ongoing("RUN") & ~early_start & ~draining
+                        & (cur.mode == Mode.DEPTHWISE) & (rec.mode == Mode.DEPTHWISE)
+                        & core.accept & stf.ongoing("IDLE") & ~st_go & ~st_req_valid
+                        if s.banks == 2 else 0),
+            early.eq(go & comp.ongoing("RUN")),
+        ]
+        # the drained command is handed over when its last sum is written (the store stage
+        # was idle when the next command was taken, and nothing else starts it meanwhile)
+        finished = comp.ongoing("DONE") | drain_done
+        m.d.comb += [
+            handoff.eq(finished & stf.ongoing("IDLE") & ~self.stop),
+            drop.eq(finished & self.stop),
         ]
         with m.If(handoff):
-            m.d.sync += [stc.eq(cur), s_bank.eq(o_bank)]
-        starting = comp.ongoing("START")
+            m.d.sync += [stc.eq(h_rec), s_bank.eq(Mux(drain_done, drn_bank, o_bank))]
+        starting = comp.ongoing("START") | early_start
         m.d.comb += [
             core.start.eq(starting & ~cur_add), core.pool.eq(cur_pool), core.cmd.eq(cur.window),
-            core.weights.eq(c_weights), core.o.ready.eq(1),
+            core.tag.eq(c_tag), core.o.ready.eq(1),
+            core.weights[0].eq(c_weights[0]), core.weights[1].eq(c_weights[1]),
             add.start.eq(starting & cur_add), add.cmd.eq(cur.add),
             add.params.zero_point[0].eq(cq.bias[0]), add.params.zero_point[1].eq(cq.bias[1]),
             add.params.multiplier[0].eq(cq.multiplier[0]),
@@ -488,16 +532,36 @@ class PerChannelDatapath(wiring.Component):
         total = Signal(sums)
         for lane in range(lanes):
             m.d.comb += [
-                start_sums[lane].eq(Mux(cur_pool & cur.acc_flag, pool_acc[lane], cq.bias[lane])),
+                start_sums[lane].eq(Mux(draining, drn_bias[lane],
+                                        Mux(cur_pool & cur.acc_flag, pool_acc[lane],
+                                            cq.bias[lane]))),
                 total[lane].eq((start_sums[lane] + core.o.payload[lane])[:32].as_signed()),
             ]
         taken = core.o.valid
+        # the sums' command (the drained one while ``draining``): its outputs counted by
+        # column and row, so that its end is known when its last sum is written
+        s_col = Signal(16)
+        s_row = Signal(16)
+        s_done = Signal()                # the sums' command has written its last sum
+        s_window = Mux(draining, drn.window.as_value(), cur.window.as_value())
+        s_window = data.View(window_command_layout(addr_width), s_window)
+        last_sum = (taken & (s_col == s_window.out_w - 1) & (s_row == s_window.out_h - 1))
+        m.d.comb += drain_done.eq(draining & (s_done | last_sum))
         with m.If(taken):
             m.d.sync += out_row.eq(out_row + 1)
             with m.If(cur_pool):
                 m.d.sync += pool_acc.eq(total)
+            with m.If(s_col != s_window.out_w - 1):
+                m.d.sync += s_col.eq(s_col + 1)
+            with m.Else():
+                m.d.sync += [s_col.eq(0), s_row.eq(s_row + 1)]
+            with m.If(last_sum):
+                m.d.sync += s_done.eq(1)
+        with m.If(comp.ongoing("START") | drain_done):
+            m.d.sync += [out_row.eq(0), s_col.eq(0), s_row.eq(0), s_done.eq(0)]
         m.d.comb += [
-            ob_wr.addr.eq(Cat(Mux(cur_add, add.wr_addr, Mux(cur_pool, 0, out_row)), o_bank)),
+            ob_wr.addr.eq(Cat(Mux(cur_add, add.wr_addr, Mux(cur_pool, 0, out_row)),
+                              Mux(draining, drn_bank, o_bank))),
             ob_wr.data.eq(Mux(cur_add, add.wr_data, total)),
             ob_wr.en.eq(Mux(cur_add, add.wr_en, taken)),
             ob_rd.addr.eq(Cat(store.acc_rd.addr[:acc_bits], s_bank)), ob_rd.en.eq(1),
@@ -510,7 +574,9 @@ class PerChannelDatapath(wiring.Component):
         width_min = Mux(cur.store.out_bits == 0, -8, Mux(cur.store.out_bits == 1, -128, -32768))
         width_max = Mux(cur.store.out_bits == 0, 7, Mux(cur.store.out_bits == 1, 127, 32767))
         low = Mux(cur.relu & (cq.zero_point > cq.act_min), cq.zero_point, cq.act_min)
-        with m.If(handoff):
+        # (a drained command's are copied when the next command is taken: the store stage is
+        # idle then, and the block is the next command's afterwards)
+        with m.If((handoff & ~drain_done) | early):
             m.d.sync += [store.q.zero_point.eq(cq.zero_point),
                          store.q.low.eq(Mux(low > width_min, low, width_min)),
                          store.q.high.eq(Mux(cq.act_max < width_max, cq.act_max, width_max))]
@@ -529,12 +595,12 @@ class PerChannelDatapath(wiring.Component):
             self.wr_done.ready.eq(stf.ongoing("RESPONSE")),
             self.write_error.eq(answered & self.wr_done.payload.err),
             self.error_index.eq(stc.index),
-            self.retire.eq((handoff & ~cur.q_flag) | (answered & ~self.wr_done.payload.err)),
+            self.retire.eq((handoff & ~h_q_flag) | (answered & ~self.wr_done.payload.err)),
             # one input bank: the next loads wait for the compute; one output bank: the next
             # compute waits for the store
             load_free.eq(comp.ongoing("IDLE") & ~go if s.banks == 1 else 1),
-            take_ready.eq(comp.ongoing("IDLE")
-                          & (stf.ongoing("IDLE") if s.banks == 1 else 1)),
+            take_ready.eq((comp.ongoing("IDLE") & (stf.ongoing("IDLE") if s.banks == 1 else 1))
+                          | early_ok),
             self.busy.eq(~comp.ongoing("IDLE") | ~stf.ongoing("IDLE") | go),
         ]
         return m

@@ -22,6 +22,14 @@ reads run ahead of the operations (``docs/perchannel.md``):
   copied, in tap order, into the emitter's register;
 * the **emitter** shifts ``L`` taps out of that register per operation and packs them into
   ST words, while the assembler builds the next window.
+
+Each stage holds its own copy of the command, so that commands follow one another without a
+gap: the unit takes the next command (``accept``) as soon as the reader has issued the present
+one's last read and its data has arrived, while the assembler and the emitter still work on
+it; the reader then runs ahead into the FIFOs with the next command's pixels, the assembler
+takes them once the present command's last window has gone to the emitter, and the
+emitter's first operation of the next command follows the last of the present one. Every
+operation carries its command's precision and ``tag``.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
@@ -51,10 +59,11 @@ def window_command_layout(addr_width):
 
 
 def window_output_layout(lanes):
-    """One operation: each lane's ST ``A`` word, the tap group, first and last of an output."""
+    """One operation: each lane's ST ``A`` word, the tap group, first and last of an output,
+    and its command's precision and tag."""
     return data.StructLayout({
         "a": data.ArrayLayout(unsigned(OPERAND_WIDTH), lanes), "group": unsigned(4),
-        "clear": unsigned(1), "last": unsigned(1),
+        "clear": unsigned(1), "last": unsigned(1), "precision": Precision, "tag": unsigned(1),
     })
 
 
@@ -75,8 +84,13 @@ class WindowUnit(wiring.Component):
     Members
     -------
     start : ``In(1)``
-        Start ``cmd`` (while not ``busy``).
+        Start ``cmd`` (honoured while ``accept``).
     cmd : ``In(window_command_layout(addr_width))``
+    tag : ``In(1)``
+        With ``start``: a bit the command's operations carry (``o.payload.tag``).
+    accept : ``Out(1)``
+        The unit takes a command this cycle if ``start``: idle, or the present command's reads
+        have all been issued and answered (its operations may still be coming).
     busy : ``Out(1)``
         A command is running (until its last operation has been taken).
     rd : ``In(memory.ReadPort.Signature(addr_width, lanes * 16)).array(2)``
@@ -93,6 +107,8 @@ class WindowUnit(wiring.Component):
         super().__init__({
             "start": In(1),
             "cmd": In(window_command_layout(addr_width)),
+            "tag": In(1),
+            "accept": Out(1),
             "busy": Out(1),
             "rd": In(memory.ReadPort.Signature(addr_width=addr_width,
                                                shape=lanes * _ELEMENT)).array(2),
@@ -108,9 +124,13 @@ class WindowUnit(wiring.Component):
         m = Module()
         lanes, (kh_max, kw_max) = self._lanes, self._max_kernel
         pixel = data.ArrayLayout(signed(_ELEMENT), lanes)
-        cmd = Signal(window_command_layout(self._addr_width))
-        with m.If(self.start & ~self.busy):
-            m.d.sync += cmd.eq(self.cmd)
+        starting = self.start & self.accept
+        # the reader's copy of the command (``rc``), the assembler's (``ac``), the emitter's
+        # (``e_groups``, ``e_precision``, ``e_tag``)
+        rc = Signal(window_command_layout(self._addr_width))
+        r_tag = Signal()
+        with m.If(starting):
+            m.d.sync += [rc.eq(self.cmd), r_tag.eq(self.tag)]
 
         # Two FIFOs take the pixels alternately, so that the assembler may pop two a cycle
         # (a window at the start of an output row needs kernel_h * kernel_w of them).
@@ -130,19 +150,19 @@ class WindowUnit(wiring.Component):
         x = Signal(signed(18))        # input column of the pixel
         y_top = Signal(signed(18))    # input row of the window's top
         issue_parity = Signal()       # the FIFO the next pixel goes to
-        columns = Mux(r_win == 0, cmd.kernel_w, cmd.stride_w)
-        pair = r_i + 1 < cmd.kernel_h                     # a second pixel below the first
-        last_i = Mux(pair, r_i + 1, r_i) == cmd.kernel_h - 1
+        columns = Mux(r_win == 0, rc.kernel_w, rc.stride_w)
+        pair = r_i + 1 < rc.kernel_h                     # a second pixel below the first
+        last_i = Mux(pair, r_i + 1, r_i) == rc.kernel_h - 1
         last_col = r_col == columns - 1
-        last_win = r_win == cmd.out_w - 1
-        last_row = r_row == cmd.out_h - 1
+        last_win = r_win == rc.out_w - 1
+        last_row = r_row == rc.out_h - 1
         rooms = [queue.level < self._fifo_depth - 2 for queue in queues]
         issue = reading & rooms[0] & rooms[1]
         # slot 0: pixel (y, x); slot 1: pixel (y + 1, x) when ``pair``
         slots = []
         for slot in range(2):
             row = y + slot
-            inside = ((row >= 0) & (row < cmd.in_h) & (x >= 0) & (x < cmd.in_w))
+            inside = ((row >= 0) & (row < rc.in_h) & (x >= 0) & (x < rc.in_w))
             valid = issue & (pair if slot else 1)
             slots.append((row, inside, valid))
         pending = [Signal(name=f"pending{k}") for k in range(2)]
@@ -154,7 +174,7 @@ class WindowUnit(wiring.Component):
             for row, inside, valid in slots:
                 with m.If(row[0] == k):
                     m.d.comb += [
-                        port.addr.eq(cmd.base + (row >> 1) * cmd.in_w + x),
+                        port.addr.eq(rc.base + (row >> 1) * rc.in_w + x),
                         port.en.eq(valid & inside),
                     ]
         for slot, (row, inside, valid) in enumerate(slots):
@@ -165,7 +185,7 @@ class WindowUnit(wiring.Component):
             m.d.sync += issue_parity.eq(issue_parity ^ ~pair)
         pad_pixel = Signal(pixel)
         for lane in range(lanes):
-            m.d.comb += pad_pixel[lane].eq(cmd.pad_value)
+            m.d.comb += pad_pixel[lane].eq(rc.pad_value)
         for parity, queue in enumerate(queues):
             for slot in range(2):
                 data_in = Mux(pending_memory[slot], self.rd[1].data, self.rd[0].data)
@@ -175,11 +195,13 @@ class WindowUnit(wiring.Component):
                         queue.w_data.eq(Mux(pending_pad[slot], pad_pixel.as_value(), data_in)),
                     ]
 
-        with m.If(self.start & ~self.busy):
+        # the FIFOs' parity runs on from command to command (the next command's pixels may
+        # follow the present one's in them)
+        with m.If(starting):
             m.d.sync += [
                 reading.eq(1), r_row.eq(0), r_win.eq(0), r_col.eq(0), r_i.eq(0),
                 y.eq(-self.cmd.pad_top), y_top.eq(-self.cmd.pad_top),
-                x.eq(-self.cmd.pad_left), issue_parity.eq(0),
+                x.eq(-self.cmd.pad_left),
             ]
         with m.Elif(issue):
             with m.If(~last_i):
@@ -194,8 +216,8 @@ class WindowUnit(wiring.Component):
                     with m.If(~last_win):
                         m.d.sync += [r_win.eq(r_win + 1), x.eq(x + 1)]
                     with m.Else():
-                        m.d.sync += [r_win.eq(0), x.eq(-cmd.pad_left)]
-                        new_top = y_top + cmd.stride_h
+                        m.d.sync += [r_win.eq(0), x.eq(-rc.pad_left)]
+                        new_top = y_top + rc.stride_h
                         with m.If(~last_row):
                             m.d.sync += [r_row.eq(r_row + 1), y_top.eq(new_top),
                                          y.eq(new_top)]
@@ -206,6 +228,9 @@ class WindowUnit(wiring.Component):
         window = [[Signal(pixel, name=f"w{i}_{j}") for j in range(kw_max)]
                   for i in range(kh_max)]
         column = [Signal(pixel, name=f"col{i}") for i in range(kh_max)]
+        ac = Signal(window_command_layout(self._addr_width))
+        a_tag = Signal()
+        a_waiting = Signal()          # the reader has a command the assembler has not taken
         a_i = Signal(4)
         a_col = Signal(4)
         a_win = Signal(16)
@@ -213,7 +238,7 @@ class WindowUnit(wiring.Component):
         read_parity = Signal()        # the FIFO holding the next pixel
         assembling = Signal()
         complete = Signal()           # the window registers hold a whole window
-        a_columns = Mux(a_win == 0, cmd.kernel_w, cmd.stride_w)
+        a_columns = Mux(a_win == 0, ac.kernel_w, ac.stride_w)
         take = Signal()               # the emitter copies the window this cycle
         window_done = Signal()        # a pixel popped this cycle completes a window
         first = [Mux(read_parity, queues[1].r_rdy, queues[0].r_rdy),
@@ -223,7 +248,7 @@ class WindowUnit(wiring.Component):
         p0 = data.View(pixel, first[1])
         p1 = data.View(pixel, second[1])
         last_column = a_col == a_columns - 1
-        ends_column = a_i == cmd.kernel_h - 1             # p0 completes its column
+        ends_column = a_i == ac.kernel_h - 1             # p0 completes its column
         # the window registers may shift in the cycle the emitter copies them (the copy is
         # of their present value)
         pop0 = Signal()
@@ -234,19 +259,26 @@ class WindowUnit(wiring.Component):
             # a second pixel when it belongs to the same window, and p0 and p1 do not both
             # complete a column
             pop1.eq(pop0 & second[0] & ~(ends_column & last_column)
-                    & (same_column | (cmd.kernel_h >= 2))),
+                    & (same_column | (ac.kernel_h >= 2))),
             queues[0].r_en.eq(Mux(read_parity, pop1, pop0)),
             queues[1].r_en.eq(Mux(read_parity, pop0, pop1)),
         ]
         below = a_i + 1                                     # p1's row when in p0's column
-        ends_with_p1 = pop1 & same_column & (below == cmd.kernel_h - 1)
+        ends_with_p1 = pop1 & same_column & (below == ac.kernel_h - 1)
         column_done = pop0 & (ends_column | ends_with_p1)
         with m.If(pop0 & ~pop1):
             m.d.sync += read_parity.eq(~read_parity)
 
-        with m.If(self.start & ~self.busy):
-            m.d.sync += [assembling.eq(1), a_i.eq(0), a_col.eq(0), a_win.eq(0), a_row.eq(0),
-                         read_parity.eq(0)]
+        # the assembler takes the reader's command once the present command's last window has
+        # gone to the emitter (whose copy reads ``ac.kernel_w``)
+        a_taking = ~assembling & a_waiting & (~complete | take)
+        with m.If(starting):
+            m.d.sync += a_waiting.eq(1)
+        with m.Elif(a_taking):
+            m.d.sync += a_waiting.eq(0)
+        with m.If(a_taking):
+            m.d.sync += [ac.eq(rc), a_tag.eq(r_tag), assembling.eq(1), a_i.eq(0), a_col.eq(0),
+                         a_win.eq(0), a_row.eq(0)]
         with m.Elif(pop0):
             for i in range(kh_max):
                 with m.If(a_i == i):
@@ -273,11 +305,11 @@ class WindowUnit(wiring.Component):
                 with m.Else():
                     m.d.sync += a_col.eq(0)
                     m.d.comb += window_done.eq(1)
-                    with m.If(a_win != cmd.out_w - 1):
+                    with m.If(a_win != ac.out_w - 1):
                         m.d.sync += a_win.eq(a_win + 1)
                     with m.Else():
                         m.d.sync += a_win.eq(0)
-                        with m.If(a_row != cmd.out_h - 1):
+                        with m.If(a_row != ac.out_h - 1):
                             m.d.sync += a_row.eq(a_row + 1)
                         with m.Else():
                             m.d.sync += assembling.eq(0)
@@ -286,15 +318,16 @@ class WindowUnit(wiring.Component):
         taps = [Signal(pixel, name=f"tap{t}") for t in range(self.taps + 3)]
         emitting = Signal()
         e_group = Signal(4)
+        e_groups = Signal(4)
+        e_precision = Signal(Precision)
+        e_tag = Signal()
         lanes_st = Signal(3)
         m.d.comb += take.eq(complete & (~emitting | (self.o.ready
-                                                     & (e_group == cmd.groups - 1))))
-        with m.If(self.start & ~self.busy):
-            m.d.sync += complete.eq(0)
-        with m.Else():
-            m.d.sync += complete.eq(window_done | (complete & ~take))
+                                                     & (e_group == e_groups - 1))))
+        m.d.sync += complete.eq(window_done | (complete & ~take))
         with m.If(take):
-            m.d.sync += [emitting.eq(1), e_group.eq(0)]
+            m.d.sync += [emitting.eq(1), e_group.eq(0), e_groups.eq(ac.groups),
+                         e_precision.eq(ac.precision), e_tag.eq(a_tag)]
             # tap t = i * kernel_w + j of the window, right-aligned in kw_max columns
             for t in range(self.taps):
                 choices = {}
@@ -304,10 +337,10 @@ class WindowUnit(wiring.Component):
                         choices[kw] = window[i][kw_max - kw + j]
                 value = taps[t]
                 for kw, source in choices.items():
-                    value = Mux(cmd.kernel_w == kw, source.as_value(), value)
+                    value = Mux(ac.kernel_w == kw, source.as_value(), value)
                 m.d.sync += taps[t].eq(value)
         with m.Elif(self.o.valid & self.o.ready):
-            with m.If(e_group == cmd.groups - 1):
+            with m.If(e_group == e_groups - 1):
                 m.d.sync += emitting.eq(0)
             m.d.sync += e_group.eq(e_group + 1)
             for t in range(self.taps):
@@ -316,13 +349,14 @@ class WindowUnit(wiring.Component):
                 m.d.sync += taps[t].eq(Mux(lanes_st == 4, shifted[4].as_value(),
                                            Mux(lanes_st == 2, shifted[2].as_value(),
                                                shifted[1].as_value())))
-        m.d.comb += lanes_st.eq(Mux(cmd.precision == Precision.A4W4, 4,
-                                    Mux((cmd.precision == Precision.A8W8)
-                                        | (cmd.precision == Precision.A8W4), 2, 1)))
+        m.d.comb += lanes_st.eq(Mux(e_precision == Precision.A4W4, 4,
+                                    Mux((e_precision == Precision.A8W8)
+                                        | (e_precision == Precision.A8W4), 2, 1)))
 
         m.d.comb += [self.o.valid.eq(emitting), self.o.payload.group.eq(e_group),
                      self.o.payload.clear.eq(e_group == 0),
-                     self.o.payload.last.eq(e_group == cmd.groups - 1)]
+                     self.o.payload.last.eq(e_group == e_groups - 1),
+                     self.o.payload.precision.eq(e_precision), self.o.payload.tag.eq(e_tag)]
         for lane in range(lanes):
             a16 = taps[0][lane][:16]
             a8 = Cat(taps[0][lane][:8], taps[1][lane][:8])
@@ -330,6 +364,9 @@ class WindowUnit(wiring.Component):
             m.d.comb += self.o.payload.a[lane].eq(
                 Mux(lanes_st == 4, a4, Mux(lanes_st == 2, a8, a16)))
 
-        m.d.comb += self.busy.eq(reading | assembling | complete | emitting | pending[0]
-                                 | pending[1] | queues[0].r_rdy | queues[1].r_rdy)
+        m.d.comb += [
+            self.accept.eq(~reading & ~pending[0] & ~pending[1] & ~a_waiting),
+            self.busy.eq(reading | a_waiting | assembling | complete | emitting | pending[0]
+                         | pending[1] | queues[0].r_rdy | queues[1].r_rdy),
+        ]
         return m
