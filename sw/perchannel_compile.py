@@ -9,10 +9,11 @@ a graph lowered to descriptor lists (``hls_ref.perchannel``, ``sw.perchannel_pro
   :class:`sw.lowering.CompileError` naming it (a pool whose window is not the whole input, a
   depth multiplier, an add whose shifted inputs overflow); such layers run on the host.
 * :func:`perchannel_tiling` chooses the tiles on a build: channel blocks of the datapath's
-  ``lanes``, and the row stripe with the fewest estimated cycles among those the input PLM
-  and output buffer hold (:func:`schedule_cycles`: each command's loads and store over its
-  exact requests at one beat a cycle, its compute at the datapath's rate, overlapped as the
-  build's ``banks`` allow). A layer the build cannot run raises
+  ``lanes``, and among the row stripes the input PLM and output buffer hold, the one that
+  moves the fewest beats of those within :data:`CYCLE_SLACK` of the fewest estimated cycles
+  (:func:`schedule_cycles`: each command's loads and store over its exact requests at one
+  beat a cycle, its compute at the datapath's rate, overlapped as the build's ``banks``
+  allow). A layer the build cannot run raises
   :class:`sw.tiling.capacity.TilingError` naming the layer, the limit and the smallest build
   that would run it.
 * :func:`compile_perchannel` does both and builds the program.
@@ -239,6 +240,10 @@ def _stripes(layer, section):
 #: the window's start and the pipeline's drain), for :func:`schedule_cycles`.
 COMMAND_OVERHEAD = 20
 
+#: Cycles between the last operation of a depthwise command and the first of the next one
+#: when the next one is taken while the first drains (two banks; ``docs/perchannel.md``).
+FOLLOW_CYCLES = 1
+
 
 def _compute_cycles(desc, section):
     """Cycles of one command's compute: its MAC cycles (``hls_ref.perchannel.mac_cycles``),
@@ -262,15 +267,28 @@ def schedule_cycles(program, section):
     ``sw.conv2d_cycles``), in the order the datapath's stages allow. With ``section.banks``
     2 a command's loads start when the previous command's compute does and its compute once
     the previous command has been handed to the store; with 1, its loads wait for the
-    previous compute and its compute for the previous store."""
+    previous compute and its compute for the previous store. With 2, a depthwise command whose
+    loads have ended, and whose predecessor's predecessor has been stored, by the time the
+    depthwise command before it has read its tile (estimated :data:`COMMAND_OVERHEAD` cycles
+    before that one's compute ends) follows it :data:`FOLLOW_CYCLES` after its operations."""
     two = section.banks == 2
-    load_end = comp_start = handoff = store_end = 0
+    load_end = comp_start = comp_end = handoff = store_end = earlier_store_end = 0
+    previous = None
     for desc in program.descriptors:
         loads = DESCRIPTOR_BEATS + _request_cycles(load_requests(desc, section))
         load_start = max(load_end, comp_start if two else handoff)
         load_end = load_start + loads
-        comp_start = max(load_end, handoff if two else store_end)
-        comp_end = comp_start + _compute_cycles(desc, section)
+        compute = _compute_cycles(desc, section)
+        read_end = comp_end - COMMAND_OVERHEAD      # the previous command's tile read
+        if (two and previous is not None and previous.mode == desc.mode == Mode.DEPTHWISE
+                and max(load_end, earlier_store_end) <= read_end):
+            comp_start = read_end
+            comp_end = comp_end + compute - COMMAND_OVERHEAD + FOLLOW_CYCLES
+        else:
+            comp_start = max(load_end, handoff if two else store_end)
+            comp_end = comp_start + compute
+        earlier_store_end = store_end
+        previous = desc
         handoff = max(comp_end, store_end)
         store_end = handoff + (_request_cycles([store_request(desc)]) if desc.q_flag else 0)
     return store_end
@@ -287,19 +305,27 @@ def _dma_beats(program, section):
     return beats
 
 
+#: Share of the fewest estimated cycles a stripe may exceed and still be chosen for moving
+#: fewer beats: smaller stripes hide more of the first load, but each re-reads its halo rows,
+#: weights and quantization block (DS-CNN's depthwise layers: 1% more cycles for 26% fewer
+#: beats than the fastest stripe).
+CYCLE_SLACK = 0.02
+
+
 def perchannel_tiling(layer, inputs, config):
-    """The stripe with the fewest estimated cycles on ``config`` (:func:`schedule_cycles`;
-    ties: fewer beats, then fewer commands), a :class:`PerChannelTiling`."""
+    """The stripe on ``config`` that moves the fewest beats of those whose estimated cycles
+    (:func:`schedule_cycles`) are within :data:`CYCLE_SLACK` of the fewest (ties: fewer
+    cycles, then fewer commands), a :class:`PerChannelTiling`."""
     _check_build(layer, config)
-    best = None
+    candidates = []
     for rows in _stripes(layer, config.depthwise):
         program = _program(layer, inputs, config, rows, seed=None)
-        cycles = schedule_cycles(program, config.depthwise)
-        beats = _dma_beats(program, config.depthwise)
-        key = (cycles, beats, program.count)
-        if best is None or key < best[0]:
-            best = (key, PerChannelTiling(rows, program.count, cycles, beats))
-    return best[1]
+        candidates.append(PerChannelTiling(rows, program.count,
+                                           schedule_cycles(program, config.depthwise),
+                                           _dma_beats(program, config.depthwise)))
+    fewest = min(t.cycles for t in candidates)
+    return min((t for t in candidates if t.cycles <= fewest * (1 + CYCLE_SLACK)),
+               key=lambda t: (t.beats, t.cycles, t.commands))
 
 
 def compile_perchannel(graph, op, inputs, config, precision=Precision.A8W8, out_bits=8, *,

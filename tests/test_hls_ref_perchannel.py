@@ -466,10 +466,12 @@ def test_adds_whose_32_bit_intermediates_could_wrap_are_refused(monkeypatch):
 
 
 def test_the_schedule_estimate_overlaps_what_the_banks_allow():
-    """With two banks the compute-bound DS-CNN depthwise layer costs its first load, every
-    command's compute and its last store; with one bank each command's loads and store add."""
+    """With two banks the compute-bound DS-CNN depthwise layer costs its first load, its
+    first command's compute, the others' operations (each follows the previous one's
+    without its overhead) and its last store; with one bank each command's loads and store
+    add."""
     from sw.conv2d_cycles import REQUEST_CYCLES
-    from sw.perchannel_compile import COMMAND_OVERHEAD, schedule_cycles
+    from sw.perchannel_compile import COMMAND_OVERHEAD, FOLLOW_CYCLES, schedule_cycles
 
     graph = load_model("dscnn")
     op = next(o for o in graph.ops if o.kind == "dwconv2d")
@@ -478,18 +480,22 @@ def test_the_schedule_estimate_overlaps_what_the_banks_allow():
                 for banks in (2, 1))
     program, tiling, _ = compile_perchannel(graph, op, [x], two)
     descs = program.descriptors
-    assert len(descs) == 8 and tiling.cycles == schedule_cycles(program, two.depthwise)
+    # 8 channel blocks of 2 row stripes (13 and 12 of the 25 output rows)
+    assert len(descs) == 16 and tiling.cycles == schedule_cycles(program, two.depthwise)
 
     def cost(requests):
         return sum(len(r.beats()) + REQUEST_CYCLES for r in requests if r is not None)
 
-    compute = 25 * 5 * 5 + COMMAND_OVERHEAD       # 25x5 outputs, 5 tap pairs each
+    # each output 5 operations (9 taps in tap pairs), 5 outputs a row
+    compute = [5 * 5 * rows + COMMAND_OVERHEAD for rows in [13, 12] * 8]
+    assert [mac_cycles(d) + COMMAND_OVERHEAD for d in descs] == compute
     loads = [DESCRIPTOR_BEATS + cost(load_requests(d, two.depthwise)) for d in descs]
     stores = [cost([store_request(d)]) for d in descs]
-    assert max(loads + stores) < compute
-    assert schedule_cycles(program, two.depthwise) == loads[0] + 8 * compute + stores[-1]
+    assert max(loads + stores) < min(compute) - COMMAND_OVERHEAD
+    assert schedule_cycles(program, two.depthwise) == loads[0] + compute[0] + sum(
+        c - COMMAND_OVERHEAD + FOLLOW_CYCLES for c in compute[1:]) + stores[-1]
     assert schedule_cycles(program, one.depthwise) == loads[0] + sum(
-        compute + max(load, store) for load, store in zip(loads[1:], stores)) + compute \
-        + stores[-1]
+        c + max(load, store) for c, load, store in zip(compute, loads[1:], stores)) \
+        + compute[-1] + stores[-1]
     with pytest.raises(ValueError, match=r"^banks must be 1 or 2, not 3$"):
         DepthwiseConfig(banks=3)
