@@ -285,6 +285,10 @@ class _Banks:
             self.banks[key] = np.zeros(self.bank_bytes[buffer], np.uint8)
         return self.banks[key]
 
+    def begin_step(self):
+        """A new step: none of its loads has happened yet."""
+        self.loaded.clear()
+
     def transfer(self, t, mem):
         d = mem.check(t)
         b = mem.bank_indices(t)
@@ -384,7 +388,7 @@ def _replay_layer(ls, layer, capacity, mem, params, limits):
     for s, step in enumerate(ls.steps):
         try:
             banks.check_overlap(step)
-            banks.loaded.clear()
+            banks.begin_step()
             for t in step.loads:
                 if t.direction != "load":
                     raise ValidationError(f"a load of {t.tensor} that stores")
