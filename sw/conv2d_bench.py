@@ -13,7 +13,7 @@ the figures; every run's memory image is compared with the golden model's.
   32-PE build its 16x16x32 -> 32, 3x3) with random data in all five ST configurations:
   utilisation, MACs per DSP block and cycle, and the speed-up over 16 bits; the same sweep on
   the 16-PE build with one-block multipliers (``DSP1_CONFIG``: a DSP block and a LUT unit per
-  PE);
+  PE) and on 64 of them (``DSP1_BUDGET_CONFIG``, 16x16x64 -> 64, 3x3);
 * **seed 002 Table 5.1** -- its three test layers on builds with the thesis's PE counts and
   PLM sizes, next to the thesis's cycle counts.
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from hls_ref.config import (
     DEFAULT_CONFIG,
+    DSP1_BUDGET_CONFIG,
     DSP1_CONFIG,
     DSP2_CONFIG,
     DSP_BUDGET_CONFIG,
@@ -328,8 +329,8 @@ def thesis_table(cases):
     return "\n".join(lines)
 
 
-GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "precision-dsp1", "overhead",
-          "thesis")
+GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "precision-dsp1",
+          "precision-dsp1-p64", "overhead", "thesis")
 
 #: The sections of docs/results.md, each written when all of its groups have run: name ->
 #: (groups, heading or None; the first section also carries the definitions).
@@ -339,13 +340,17 @@ SECTIONS = {
     "bench-conv2d-p32": (("mlperf-p32", "precision-p32"),
                          "## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP "
                          "blocks): cycles on the RTL (Verilator)"),
-    "bench-conv2d-dsp1": (("precision-dsp1",),
+    "bench-conv2d-dsp1": (("precision-dsp1", "precision-dsp1-p64"),
                           "## Conv2D accelerator with one-block PEs (a DSP block and a LUT unit "
                           "each): cycles on the RTL (Verilator)"),
 }
 
 #: The 32-PE sweep's layer: ResNet-8's 16x16x32 -> 32, 3x3, in 4 row stripes.
 P32_SWEEP = {"shape": (16, 16, 32, 32, 3), "row_tiles": 4}
+
+#: The 64-PE sweep's layer: 16x16x64 -> 64, 3x3 (ResNet-8's last layers' channels on its
+#: middle layers' rows: every PE has an output channel), in 8 row stripes.
+P64_SWEEP = {"shape": (16, 16, 64, 64, 3), "row_tiles": 8}
 
 
 def main(*, write_results=False, groups=GROUPS):
@@ -355,12 +360,13 @@ def main(*, write_results=False, groups=GROUPS):
                 "mlperf-p32": lambda: mlperf_cases(DSP_BUDGET_CONFIG),
                 "precision-p32": lambda: precision_cases(DSP_BUDGET_CONFIG, **P32_SWEEP),
                 "precision-dsp1": lambda: precision_cases(DSP1_CONFIG),
+                "precision-dsp1-p64": lambda: precision_cases(DSP1_BUDGET_CONFIG, **P64_SWEEP),
                 "overhead": overhead_cases, "thesis": thesis_cases}
     cases = {g: builders[g]() for g in groups}
     run_cases([c for group in cases.values() for c in group])
     tables = {"mlperf": mlperf_table, "precision": precision_table,
               "mlperf-p32": mlperf_table, "precision-p32": precision_table,
-              "precision-dsp1": precision_table,
+              "precision-dsp1": precision_table, "precision-dsp1-p64": precision_table,
               "overhead": overhead_table, "thesis": thesis_table}
     text = []
     for g in groups:
@@ -441,6 +447,18 @@ def _section(tables, heading, *, intro):
                   "requantizers and the front end's included); the PE array's column only "
                   "its own; the LUT unit's MACs are counted in both.", "",
                   tables["precision-dsp1"]]
+    if "precision-dsp1-p64" in tables:
+        wide = DSP1_BUDGET_CONFIG
+        h, w, cin, cout, k = P64_SWEEP["shape"]
+        parts += ["", f"### Precision sweep: {h}x{w}x{cin} -> {cout}, {k}x{k}, random data, "
+                  f"{wide.pes} PEs of {wide.pe_multiplier}, {wide.dsp_blocks} DSP blocks "
+                  f"({wide.pe_dsp_blocks} in the PE array)", "",
+                  "The four-block build's 64 PE-array DSP blocks spent on one-block "
+                  "multipliers: four times the PEs, so the blocks outside the PE array (the "
+                  "store's requantizers, the front end's) weigh a quarter as much per MAC. "
+                  f"Tiles capped at {h // P64_SWEEP['row_tiles']} output rows. Neither "
+                  "synthesised nor placed on the ECP5-85F: these are its cycles only.", "",
+                  tables["precision-dsp1-p64"]]
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",
