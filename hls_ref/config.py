@@ -362,7 +362,12 @@ class AcceleratorConfig:
 
     @property
     def pe_dsp_blocks(self):
-        """DSP blocks of the PE array: PEs times the blocks of one ST multiplier."""
+        """DSP blocks of the PE array: PEs times the blocks of one ST multiplier. A build of
+        one precision has no ST multiplier whatever ``pe_multiplier`` says: its PEs multiply
+        each of the precision's products on its own, and synthesis maps each to a block."""
+        if len(self.precisions) == 1:
+            (precision,) = self.precisions
+            return self.pes * precision.lanes
         return self.pes * PE_MULTIPLIERS[self.pe_multiplier]
 
     @property
