@@ -6,9 +6,10 @@ that answers one beat per cycle after AxiRam's latency. The accelerator's own co
 the figures; every run's memory image is compared with the golden model's.
 
 * **MLPerf Tiny conv layers** -- every Conv2D of ResNet-8, DS-CNN and VWW with its real
-  weights and an input from a golden run of the network, on the default build (16 PEs) and
-  on the build with the four-block PE array's DSP budget (32 PEs, ``DSP_BUDGET_CONFIG``),
-  with each model's whole-network figures;
+  weights and an input from a golden run of the network, on the default build (16 PEs), on
+  the builds with the four-block PE array's DSP budget (32 PEs of ``dsp2``,
+  ``DSP_BUDGET_CONFIG``; 64 of ``dsp1``, ``DSP1_BUDGET_CONFIG``), with each model's
+  whole-network figures;
 * **precision sweep** -- one compute-bound layer (ResNet-8's 32x32x16 -> 16, 3x3; for the
   32-PE build its 16x16x32 -> 32, 3x3) with random data in all five ST configurations:
   utilisation, MACs per DSP block and cycle, and the speed-up over 16 bits; the same sweep on
@@ -330,7 +331,7 @@ def thesis_table(cases):
 
 
 GROUPS = ("mlperf", "mlperf-p32", "precision", "precision-p32", "precision-dsp1",
-          "precision-dsp1-p64", "overhead", "thesis")
+          "precision-dsp1-p64", "mlperf-p64", "overhead", "thesis")
 
 #: The sections of docs/results.md, each written when all of its groups have run: name ->
 #: (groups, heading or None; the first section also carries the definitions).
@@ -340,7 +341,7 @@ SECTIONS = {
     "bench-conv2d-p32": (("mlperf-p32", "precision-p32"),
                          "## Conv2D accelerator with 32 PEs (the four-block build's PE-array DSP "
                          "blocks): cycles on the RTL (Verilator)"),
-    "bench-conv2d-dsp1": (("precision-dsp1", "precision-dsp1-p64"),
+    "bench-conv2d-dsp1": (("precision-dsp1", "precision-dsp1-p64", "mlperf-p64"),
                           "## Conv2D accelerator with one-block PEs (a DSP block and a LUT unit "
                           "each): cycles on the RTL (Verilator)"),
 }
@@ -361,12 +362,14 @@ def main(*, write_results=False, groups=GROUPS):
                 "precision-p32": lambda: precision_cases(DSP_BUDGET_CONFIG, **P32_SWEEP),
                 "precision-dsp1": lambda: precision_cases(DSP1_CONFIG),
                 "precision-dsp1-p64": lambda: precision_cases(DSP1_BUDGET_CONFIG, **P64_SWEEP),
+                "mlperf-p64": lambda: mlperf_cases(DSP1_BUDGET_CONFIG),
                 "overhead": overhead_cases, "thesis": thesis_cases}
     cases = {g: builders[g]() for g in groups}
     run_cases([c for group in cases.values() for c in group])
     tables = {"mlperf": mlperf_table, "precision": precision_table,
               "mlperf-p32": mlperf_table, "precision-p32": precision_table,
               "precision-dsp1": precision_table, "precision-dsp1-p64": precision_table,
+              "mlperf-p64": mlperf_table,
               "overhead": overhead_table, "thesis": thesis_table}
     text = []
     for g in groups:
@@ -459,6 +462,13 @@ def _section(tables, heading, *, intro):
                   f"Tiles capped at {h // P64_SWEEP['row_tiles']} output rows. Neither "
                   "synthesised nor placed on the ECP5-85F: these are its cycles only.", "",
                   tables["precision-dsp1-p64"]]
+    if "mlperf-p64" in tables:
+        wide = DSP1_BUDGET_CONFIG
+        parts += ["", f"### MLPerf Tiny conv layers on {wide.pes} PEs of {wide.pe_multiplier} "
+                  f"({wide.dsp_blocks} DSP blocks, a8w8, real weights)", "",
+                  "The same layers as the first table, tiled by the compiler for the 64-PE "
+                  "build; a layer with fewer output channels than PEs leaves the others "
+                  "idle.", "", tables["mlperf-p64"]]
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",
