@@ -154,8 +154,10 @@ def _section(table):
         "ST operation); core utilisation: the same over the cycles from the first to the last "
         "MAC; idle = cycles in that span without a MAC. "
         + ("With two banks a command's loads overlap the previous command's compute and its "
-           "compute the previous command's store; the compiler chooses the row stripe by "
-           "the estimate of that overlap (`sw.perchannel_compile.schedule_cycles`). "
+           "compute the previous command's store, and a depthwise command's window fills "
+           "while the previous depthwise command drains; the compiler estimates that overlap "
+           "(`sw.perchannel_compile.schedule_cycles`) and takes the row stripe that reads "
+           "the fewest beats among those within 2% of the fewest estimated cycles. "
            if s.banks == 2 else
            "With one bank a command's loads overlap the previous command's store only; its "
            "compute waits for that store. ")
