@@ -23,6 +23,7 @@ from hls_ref.descriptor import Mode
 from hls_ref.precision import Precision
 from sim.runner import Design
 
+from .perchannel_compile import CYCLE_SLACK
 from .perchannel_fixtures import model_perchannel_programs
 
 __all__ = ["BENCH_CONFIG", "PerChannelBenchCase", "main", "perchannel_cases"]
@@ -157,7 +158,8 @@ def _section(table):
            "compute the previous command's store, and a depthwise command's window fills "
            "while the previous depthwise command drains; the compiler estimates that overlap "
            "(`sw.perchannel_compile.schedule_cycles`) and takes the row stripe that reads "
-           "the fewest beats among those within 2% of the fewest estimated cycles. "
+           f"the fewest beats among those within {CYCLE_SLACK:.0%} of the fewest estimated "
+           "cycles. "
            if s.banks == 2 else
            "With one bank a command's loads overlap the previous command's store only; its "
            "compute waits for that store. ")
