@@ -103,19 +103,25 @@ def run(precision, x, kernel, stride, padding, pad_value, seed, base=0):
     return np.array(got), want, flags, groups
 
 
+def _random_command(rng, precision, lanes=LANES):
+    """A random tile and window command: (x, kernel, stride, padding, pad_value)."""
+    lo, hi = -(1 << (precision.act_bits - 1)), 1 << (precision.act_bits - 1)
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    padding = (int(rng.integers(kh)), int(rng.integers(kh)), int(rng.integers(kw)),
+               int(rng.integers(kw)))
+    h = int(rng.integers(max(1, kh - padding[0] - padding[1]), 6))
+    w = int(rng.integers(max(1, kw - padding[2] - padding[3]), 6))
+    return (rng.integers(lo, hi, (h, w, lanes)), (kh, kw), stride, padding,
+            int(rng.integers(lo, hi)))
+
+
 @pytest.mark.parametrize("precision", list(Precision), ids=lambda p: p.label)
 def test_window_words_equal_the_golden_operands(precision):
     rng = np.random.default_rng(precision.value)
-    lo, hi = -(1 << (precision.act_bits - 1)), 1 << (precision.act_bits - 1)
     for case in range(4):
-        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-        stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-        padding = (int(rng.integers(kh)), int(rng.integers(kh)), int(rng.integers(kw)),
-                   int(rng.integers(kw)))
-        h = int(rng.integers(max(1, kh - padding[0] - padding[1]), 6))
-        w = int(rng.integers(max(1, kw - padding[2] - padding[3]), 6))
-        x = rng.integers(lo, hi, (h, w, LANES))
-        pad_value = int(rng.integers(lo, hi))
+        x, (kh, kw), stride, padding, pad_value = _random_command(rng, precision)
+        h, w, _ = x.shape
         got, want, flags, groups = run(precision, x, (kh, kw), stride, padding, pad_value,
                                        seed=case, base=int(rng.integers(0, 64)))
         assert got.shape == want.shape, (kh, kw, stride, padding, h, w)
@@ -172,19 +178,6 @@ def test_a4_3x3_reads_two_pixels_a_cycle():
     cycles, ops = _cycles(Precision.A4W4, 25, 5, (3, 3), (1, 1), (1, 1, 1, 1))
     assert ops == 25 * 5 * 3
     assert cycles <= ops + 2 * 25 + 16, cycles
-
-
-def _random_command(rng, precision, lanes=LANES):
-    """A random tile and window command: (x, kernel, stride, padding, pad_value)."""
-    lo, hi = -(1 << (precision.act_bits - 1)), 1 << (precision.act_bits - 1)
-    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
-    padding = (int(rng.integers(kh)), int(rng.integers(kh)), int(rng.integers(kw)),
-               int(rng.integers(kw)))
-    h = int(rng.integers(max(1, kh - padding[0] - padding[1]), 6))
-    w = int(rng.integers(max(1, kw - padding[2] - padding[3]), 6))
-    return (rng.integers(lo, hi, (h, w, lanes)), (kh, kw), stride, padding,
-            int(rng.integers(lo, hi)))
 
 
 def run_sequence(commands, seed, ready_rate=0.7):
