@@ -459,8 +459,9 @@ def _section(tables, heading, *, intro):
                   "The four-block build's 64 PE-array DSP blocks spent on one-block "
                   "multipliers: four times the PEs, so the blocks outside the PE array (the "
                   "store's requantizers, the front end's) weigh a quarter as much per MAC. "
-                  f"Tiles capped at {h // P64_SWEEP['row_tiles']} output rows. Neither "
-                  "synthesised nor placed on the ECP5-85F: these are its cycles only.", "",
+                  f"Tiles capped at {h // P64_SWEEP['row_tiles']} output rows. The build does "
+                  "not fit the ECP5-85F's LUTs (`docs/pe.md`): these are its cycles only.",
+                  "",
                   tables["precision-dsp1-p64"]]
     if "mlperf-p64" in tables:
         wide = DSP1_BUDGET_CONFIG
