@@ -456,7 +456,8 @@ def _section(tables, heading, *, intro):
         parts += ["", f"### Precision sweep: {h}x{w}x{cin} -> {cout}, {k}x{k}, random data, "
                   f"{wide.pes} PEs of {wide.pe_multiplier}, {wide.dsp_blocks} DSP blocks "
                   f"({wide.pe_dsp_blocks} in the PE array)", "",
-                  "The four-block build's 64 PE-array DSP blocks spent on one-block "
+                  f"The four-block build's {DEFAULT_CONFIG.pe_dsp_blocks} PE-array DSP "
+                  "blocks spent on one-block "
                   "multipliers: four times the PEs, so the blocks outside the PE array (the "
                   "store's requantizers, the front end's) weigh a quarter as much per MAC. "
                   f"Tiles capped at {h // P64_SWEEP['row_tiles']} output rows. The build does "

@@ -105,13 +105,15 @@ class DepthwiseCore(wiring.Component):
         clear = Mux(pool, count == 0, op.clear)
         last = Mux(pool, count == total - 1, op.last)
 
+        # the operation's command's weight bank, then its tap group's row
+        rows = data.View(self.weights.shape().elem_shape,
+                         Mux(op.tag, self.weights[1].as_value(), self.weights[0].as_value()))
         elements = [ProcessingElement(**self._pe) for _ in range(self._lanes)]
         for lane, element in enumerate(elements):
             m.submodules[f"pe{lane}"] = element
-            bank = [self.weights[t] for t in range(2)]
-            b = Mux(op.tag, bank[1][0][lane], bank[0][0][lane])
+            b = rows[0][lane]
             for g in range(1, self._window.taps):
-                b = Mux(op.group == g, Mux(op.tag, bank[1][g][lane], bank[0][g][lane]), b)
+                b = Mux(op.group == g, rows[g][lane], b)
             m.d.comb += [
                 element.i.valid.eq(window.o.valid),
                 element.i.payload.a.eq(op.a[lane]),
