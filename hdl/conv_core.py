@@ -12,43 +12,60 @@ innermost last, is::
             acc[pe] += st(a, b[pe])           # one ST MAC per PE per cycle
 
 so the PE row receives one operand pair per cycle from the first cycle to the last without a
-bubble, also across output pixels. Every sum leaves the PE row into the accumulate stage,
-which adds the folded bias (``acc_flag`` 0) or the partial sum the accumulator PLM holds for
-that pixel (``acc_flag`` 1) and writes the result back: one pixel per cycle, so nothing ever
-waits and the core needs no back-pressure.
+bubble, also across output pixels and across commands: the next command is taken in the
+cycle its predecessor reads its last operands, and its first operands follow in the next
+cycle while the predecessor's last sums are still in the PE row. Every sum leaves the PE row
+into the accumulate stage, which adds the folded bias (``acc_flag`` 0) or the partial sum the
+accumulator PLM holds for that pixel (``acc_flag`` 1) and writes the result back: one pixel
+per cycle, so nothing ever waits and the core needs no back-pressure.
 
 Addresses advance by additions only: the word address within a kernel row is contiguous
 across ``kx`` and ``g``, and the strides between kernel rows, output pixels and output rows
-(``row_words = in_w * groups`` and its multiples) are computed once per command. Addresses of
-padded taps may wrap; they are never used (the pad flag comes from the tap's coordinates).
+(``row_words = in_w * groups`` and its multiples) come with the command (:func:`core_command`
+and the conv2d datapath's front end derive them). Addresses of padded taps may wrap; they are
+never used (the pad flag comes from the tap's coordinates).
+
+Two commands may be in the core at once: one reading its operands (the *issue* side), the
+one before it leaving the PE row and accumulating. What the later stages need of a command
+(pad word and precision; accumulator bank, ``acc_flag``, operand bank of the bias and the last
+pixel) travels with its operands and sums, so each stage works on its own command.
 """
 
 import itertools
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, memory, wiring
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH, Precision
 
-from .dsp import PipelinedMultiplier, shift_add_product
 from .params import address_bits, check_int, check_multiplier
 from .pe import PERow
 from .replica import Replicas
 from .st_multiplier import MAX_STAGES
 
-__all__ = ["ACC_BITS", "ConvCore", "core_command_layout"]
+__all__ = ["ACC_BITS", "ConvCore", "core_command", "core_command_layout"]
 
 ACC_BITS = 32
 _DIM = 16          # descriptor width of tile dimensions
+#: A command that adds to the partial sums of the one before it waits for that one's last
+#: write if that one has fewer output pixels than this (its sums would still be on their way
+#: when the new command reads them).
+_ACC_CHAIN_PIXELS = 4
 
 
-
-def core_command_layout(in_words):
-    """What the core needs of one command (the sequencer derives it from the descriptor).
+def core_command_layout(in_words, acc_rows):
+    """What the core needs of one command (the conv2d front end derives it from the
+    descriptor; :func:`core_command` does in Python).
 
     ``groups`` is ST words per input pixel; ``pad_word`` the padding value replicated into
-    every ST slot; the ``*_bank`` bits select the PLM banks."""
+    every ST slot; ``row_words`` = ``in_w * groups``, ``row_step`` = ``stride_h * row_words``
+    and ``pix_step`` = ``stride_w * groups`` are input PLM words between input rows, between
+    output rows' windows and between output pixels' windows; ``origin`` is the word address of
+    output pixel (0, 0)'s window, ``-(pad_top * row_words + pad_left * groups)`` modulo the
+    bank size; ``last_pixel`` = ``out_h * out_w - 1``; the ``*_bank`` bits select the PLM
+    banks."""
+    in_bits = address_bits(in_words)
     return data.StructLayout({
         "precision": Precision,
         "kernel_h": unsigned(4),
@@ -63,6 +80,11 @@ def core_command_layout(in_words):
         "out_h": unsigned(_DIM),
         "out_w": unsigned(_DIM),
         "pad_word": unsigned(OPERAND_WIDTH),
+        "row_words": unsigned(in_bits + 1),
+        "row_step": unsigned(in_bits + 2),
+        "pix_step": unsigned(in_bits + 2),
+        "origin": unsigned(in_bits),
+        "last_pixel": unsigned(address_bits(acc_rows)),
         "acc_flag": unsigned(1),
         "in_bank": unsigned(1),
         "w_bank": unsigned(1),
@@ -70,8 +92,31 @@ def core_command_layout(in_words):
     })
 
 
+def core_command(*, in_words, acc_rows, **fields):
+    """A core command (a dict for :func:`core_command_layout`) from its geometry: the fields
+    the front end derives (``row_words``, ``row_step``, ``pix_step``, ``origin``,
+    ``last_pixel``) are computed from the others."""
+    in_bits = address_bits(in_words)
+    row_words = fields["in_w"] * fields["groups"]
+    command = dict(fields)
+    command.update(
+        row_words=row_words % (1 << (in_bits + 1)),
+        row_step=fields["stride_h"] * row_words % (1 << (in_bits + 2)),
+        pix_step=fields["stride_w"] * fields["groups"] % (1 << (in_bits + 2)),
+        origin=-(fields["pad_top"] * row_words + fields["pad_left"] * fields["groups"])
+        % (1 << in_bits),
+        last_pixel=(fields["out_h"] * fields["out_w"] - 1) % (1 << address_bits(acc_rows)))
+    return command
+
+
+def _sum_tag_layout(acc_bits):
+    """What the accumulate stages need of the command a sum belongs to."""
+    return data.StructLayout({"acc_bank": 1, "acc_flag": 1, "in_bank": 1,
+                              "last_pixel": unsigned(acc_bits)})
+
+
 class ConvCore(wiring.Component):
-    """Runs one convolution command over the PLMs (see the module docstring).
+    """Runs convolution commands over the PLMs (see the module docstring).
 
     Parameters
     ----------
@@ -93,14 +138,20 @@ class ConvCore(wiring.Component):
 
     Members
     -------
-    start : ``In(1)``
-        Pulse: run ``cmd`` (held stable until ``done``).
-    cmd : ``In(core_command_layout(in_words))``
-    bias : ``In(ArrayLayout(signed(32), pes))``
-        Folded bias per PE, used when ``cmd.acc_flag`` is 0.
+    cmd : ``In(stream.Signature(core_command_layout(in_words, acc_rows)))``
+        Commands, taken one at a time: ``ready`` rises in the cycle the running command reads
+        its last operands (or when the core is idle), unless the accumulate stages still hold
+        a command besides the running one, or the offered command adds to the partial sums
+        of a predecessor of fewer than four output pixels whose sums are not all written
+        (``ready`` then depends on ``cmd.payload.acc_flag``).
+    bias : ``In(ArrayLayout(ArrayLayout(signed(32), pes), 2))``
+        Folded bias per PE of each operand bank (the command's ``in_bank`` picks), used when
+        its ``acc_flag`` is 0; held from the command's start until its ``done``.
     busy : ``Out(1)``
+        A command is in the core.
     done : ``Out(1)``
-        Pulse when the last sum of the command is in the accumulator PLM.
+        Pulse when the last sum of a command is in the accumulator PLM (commands finish in
+        the order they were taken).
     mac : ``Out(1)``
         High on every cycle an operand pair enters the PE row (useful MAC cycles).
     in_rd : ``In(ReadPort.Signature)``
@@ -130,9 +181,8 @@ class ConvCore(wiring.Component):
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
         super().__init__({
-            "start": In(1),
-            "cmd": In(core_command_layout(in_words)),
-            "bias": In(sums),
+            "cmd": In(stream.Signature(core_command_layout(in_words, acc_rows))),
+            "bias": In(data.ArrayLayout(sums, 2)),
             "busy": Out(1),
             "done": Out(1),
             "mac": Out(1),
@@ -161,38 +211,20 @@ class ConvCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        cmd = self.cmd
+        new = self.cmd.payload
         in_bits = address_bits(self._in_words)
         w_bits = address_bits(self._w_rows)
         acc_bits = address_bits(self._acc_rows)
         m.submodules.pes = pe_row = PERow(pes=self._pes, precisions=self._precisions,
                                           stages=self._stages, acc_width=ACC_BITS,
                                           multiplier=self._multiplier)
+        accept = Signal()
+        m.d.comb += accept.eq(self.cmd.valid & self.cmd.ready)
 
-        # --- per-command constants (setup cycles 1-3; the fourth starts the loops) --------
-        # The two wide products come out of DSP blocks with their own operand and product
-        # registers (``PipelinedMultiplier``), two cycles after the start: a DSP block
-        # between fabric registers is a long path wherever the placer puts it. The narrow
-        # factors (strides, pads) multiply by shifts and additions, from registers of their
-        # own copied in the first setup cycle, and the sums using products come a cycle later.
-        wide = max(len(cmd.in_w), len(cmd.groups), len(cmd.out_h), len(cmd.out_w)) + 1
-        m.submodules.row_words_mul = row_words_mul = PipelinedMultiplier(wide)
-        m.submodules.pixels_mul = pixels_mul = PipelinedMultiplier(wide)
-        m.d.comb += [row_words_mul.x.eq(cmd.in_w), row_words_mul.y.eq(cmd.groups),
-                     pixels_mul.x.eq(cmd.out_h), pixels_mul.y.eq(cmd.out_w),
-                     row_words_mul.enable.eq(1), pixels_mul.enable.eq(1)]
-        factors = {name: Signal.like(getattr(cmd, name), name=f"factor_{name}")
-                   for name in ("groups", "stride_w", "stride_h", "pad_left", "pad_top")}
-        row_words = Signal(in_bits + 1)          # words per input row
-        row_step = Signal(in_bits + 2)           # words between output rows' windows
-        pix_step = Signal(in_bits + 2)           # words between output pixels' windows
-        top = Signal(in_bits)                    # pad_top * row_words (modulo the PLM size)
-        left = Signal(in_bits)                   # pad_left * groups (modulo the PLM size)
-        last_pixel = Signal(2 * _DIM)            # out_h * out_w, then out_h * out_w - 1
-        setup = Signal(range(5))                 # 1..4 while setting up, 0 otherwise
+        # --- stage A: the running command's loop counters and PLM addresses ------------------
+        # (the running command's copy; it matters only while ``running``)
+        cmd = Signal.like(new, name="running_cmd", reset_less=True)
         running = Signal()
-
-        # --- loop counters (stage A: the tap whose operands are being read) ----------------
         g = Signal.like(cmd.groups)
         kx = Signal(4)
         ky = Signal(4)
@@ -208,51 +240,26 @@ class ConvCore(wiring.Component):
         addr = Signal(in_bits)
         wrow = Signal(w_bits)
 
-        # busy from ``start`` until the last sum is written (``done``)
-        active = Signal()
-        m.d.comb += self.busy.eq(active)
-        with m.If(self.start & ~active):
-            m.d.sync += [setup.eq(1), active.eq(1)]
         # Whether each loop counter is at its last value is a register of its own
         # (``at_last``), kept up to date as the counter steps: its comparison and the four
         # loops' chain of conditions would otherwise head every counter's and the input PLM
         # address's next value. A counter stepping from value v is at its last value next
-        # when v == count - 2, or, wrapping to 0, when count == 1; both constants are
-        # registered during the setup (``cmd`` holds still).
-        loops = (("g", cmd.groups), ("kx", cmd.kernel_w), ("ky", cmd.kernel_h),
-                 ("ox", cmd.out_w), ("oy", cmd.out_h))
+        # when v == count - 2, or, wrapping to 0, when count == 1; both are registered when
+        # the command is taken.
+        loops = (("g", "groups"), ("kx", "kernel_w"), ("ky", "kernel_h"),
+                 ("ox", "out_w"), ("oy", "out_h"))
+        names = [name for name, _ in loops]
+        counters = {"g": g, "kx": kx, "ky": ky, "ox": ox, "oy": oy}
         before_last, single, at_last = {}, {}, {}
-        for name, count in loops:
+        for name, field in loops:
+            count = getattr(new, field)
             before_last[name] = Signal((count - 2).shape(), name=f"{name}_before_last")
             single[name] = Signal(name=f"{name}_single")
             at_last[name] = Signal(name=f"{name}_at_last")
-            with m.If(setup == 1):
-                m.d.sync += [before_last[name].eq(count - 2), single[name].eq(count == 1)]
-        with m.If(setup == 1):
-            m.d.sync += [factor.eq(getattr(cmd, name)) for name, factor in factors.items()]
-            m.d.sync += setup.eq(2)
-        f = factors
-        with m.If(setup == 2):
-            # (the DSP products of the command as it was at the start)
-            m.d.sync += [row_words.eq(row_words_mul.product),
-                         last_pixel.eq(pixels_mul.product),
-                         pix_step.eq(shift_add_product(f["stride_w"], f["groups"])),
-                         left.eq(shift_add_product(f["pad_left"], f["groups"])), setup.eq(3)]
-        with m.If(setup == 3):
-            m.d.sync += [
-                row_step.eq(shift_add_product(f["stride_h"], row_words)),
-                top.eq(shift_add_product(f["pad_top"], row_words)),
-                last_pixel.eq(last_pixel - 1),
-                setup.eq(4),
-            ]
-        # word address of the window of pixel (0, 0); padded taps' addresses may wrap
-        origin = (-top - left)[:in_bits]
-        counters = {"g": g, "kx": kx, "ky": ky, "ox": ox, "oy": oy}
         # ``wraps[name]``: this loop and every inner one are at their last values (registers
         # too, kept from the flags' next values, so that the loops' chain of conditions is no
         # chain of gates in front of the counters and the PLM address; the innermost loop's
         # is its own flag)
-        names = [name for name, _ in loops]
         wraps = {name: Signal(name=f"{name}_wraps") for name in names[1:]}
         wraps["g"] = at_last["g"]
         # a loop steps when every inner loop is at its last value
@@ -271,16 +278,6 @@ class ConvCore(wiring.Component):
                 result.append(wraps[name].eq(total))
             return result
 
-        with m.If(setup == 4):
-            m.d.sync += [at_last[name].eq(single[name]) for name in names]
-            m.d.sync += cumulative(single)
-            m.d.sync += [
-                g.eq(0), kx.eq(0), ky.eq(0), ox.eq(0), oy.eq(0), wrow.eq(0),
-                ix_base.eq(-cmd.pad_left), ix.eq(-cmd.pad_left),
-                iy_base.eq(-cmd.pad_top), iy.eq(-cmd.pad_top),
-                row_base.eq(origin), pix_base.eq(origin), tap_base.eq(origin), addr.eq(origin),
-                setup.eq(0), running.eq(1),
-            ]
         with m.If(running):
             m.d.sync += [at_last[name].eq(at_next[name]) for name in names]
             m.d.sync += cumulative(at_next)
@@ -289,18 +286,18 @@ class ConvCore(wiring.Component):
             with m.If(wraps["g"]):
                 m.d.sync += [g.eq(0), kx.eq(kx + 1), ix.eq(ix + 1)]
             with m.If(wraps["kx"]):
-                next_tap = tap_base + row_words
+                next_tap = tap_base + cmd.row_words
                 m.d.sync += [kx.eq(0), ix.eq(ix_base), ky.eq(ky + 1), iy.eq(iy + 1),
                              tap_base.eq(next_tap), addr.eq(next_tap)]
             with m.If(wraps["ky"]):
-                next_pix = pix_base + pix_step
+                next_pix = pix_base + cmd.pix_step
                 m.d.sync += [ky.eq(0), iy.eq(iy_base), wrow.eq(0),
                              ox.eq(ox + 1), ix_base.eq(ix_base + cmd.stride_w),
                              ix.eq(ix_base + cmd.stride_w),
                              pix_base.eq(next_pix), tap_base.eq(next_pix),
                              addr.eq(next_pix)]
             with m.If(wraps["ox"]):
-                next_row = row_base + row_step
+                next_row = row_base + cmd.row_step
                 m.d.sync += [ox.eq(0), ix_base.eq(-cmd.pad_left),
                              ix.eq(-cmd.pad_left),
                              oy.eq(oy + 1), iy_base.eq(iy_base + cmd.stride_h),
@@ -309,6 +306,23 @@ class ConvCore(wiring.Component):
                              tap_base.eq(next_row), addr.eq(next_row)]
             with m.If(wraps["oy"]):
                 m.d.sync += running.eq(0)
+        # a command taken starts its loops in the next cycle (overriding the loops' updates
+        # when it follows the running command's last operands)
+        with m.If(accept):
+            singles = {name: getattr(new, field) == 1 for name, field in loops}
+            m.d.sync += [before_last[name].eq(getattr(new, field) - 2)
+                         for name, field in loops]
+            m.d.sync += [single[name].eq(singles[name]) for name in names]
+            m.d.sync += [at_last[name].eq(singles[name]) for name in names]
+            m.d.sync += cumulative(singles)
+            m.d.sync += [
+                cmd.eq(new), running.eq(1),
+                g.eq(0), kx.eq(0), ky.eq(0), ox.eq(0), oy.eq(0), wrow.eq(0),
+                ix_base.eq(-new.pad_left), ix.eq(-new.pad_left),
+                iy_base.eq(-new.pad_top), iy.eq(-new.pad_top),
+                row_base.eq(new.origin), pix_base.eq(new.origin), tap_base.eq(new.origin),
+                addr.eq(new.origin),
+            ]
 
         # --- stage B: PLM data arrives; operands enter the PE row a cycle later ----------
         padded = (iy < 0) | (iy >= cmd.in_h) | (ix < 0) | (ix >= cmd.in_w)
@@ -317,37 +331,38 @@ class ConvCore(wiring.Component):
             self.w_rd.addr.eq(wrow | (cmd.w_bank << w_bits)),
             self.mac.eq(running),
         ]
-        valid_b = Signal()
-        padded_b = Signal()
-        clear_b = Signal()
-        last_b = Signal()
+        # the tap's flags, and the fields of its command the operand stage needs
+        tap_layout = data.StructLayout({"valid": 1, "padded": 1, "clear": 1, "last": 1,
+                                        "pad_word": unsigned(OPERAND_WIDTH),
+                                        "precision": Precision})
+        tap = Signal(tap_layout)
         m.d.sync += [
-            valid_b.eq(running),
-            padded_b.eq(padded),
-            clear_b.eq((g == 0) & (kx == 0) & (ky == 0)),
-            last_b.eq(wraps["ky"]),
+            tap.valid.eq(running),
+            tap.padded.eq(padded),
+            tap.clear.eq((g == 0) & (kx == 0) & (ky == 0)),
+            tap.last.eq(wraps["ky"]),
+            tap.pad_word.eq(cmd.pad_word),
+            tap.precision.eq(cmd.precision),
         ]
-        # a registered input PLM (``in_latency`` 2): the tap's flags and weight row wait a
-        # cycle for its word, and the weight PLM's output meets a register with no logic
+        # a registered input PLM (``in_latency`` 2): the tap waits a cycle for its word, and
+        # the weight PLM's output meets a register with no logic
         w_row = self.w_rd.data
         if self._in_latency == 2:
-            tap = (valid_b, padded_b, clear_b, last_b)
-            delayed = [Signal.like(s, name=f"{s.name}2") for s in tap]
+            delayed = Signal(tap_layout, name="tap2")
             w_row = Signal.like(self.w_rd.data, name="w_row2")
-            m.d.sync += [d.eq(s) for d, s in zip(delayed, tap)]
-            m.d.sync += w_row.eq(self.w_rd.data)
-            valid_b, padded_b, clear_b, last_b = delayed
+            m.d.sync += [delayed.eq(tap), w_row.eq(self.w_rd.data)]
+            tap = delayed
         # the operands are registered before the PE row: the block RAMs' clock-to-output delay
         # and the lane and pad multiplexers would otherwise add to the multipliers' first stage
         operands = Signal.like(pe_row.i.payload, reset_less=True)
         valid_op = Signal()
         m.d.sync += [
-            valid_op.eq(valid_b),
-            operands.a.eq(Mux(padded_b, cmd.pad_word, self.in_rd.data)),
+            valid_op.eq(tap.valid),
+            operands.a.eq(Mux(tap.padded, tap.pad_word, self.in_rd.data)),
             operands.b.eq(w_row),
-            operands.precision.eq(cmd.precision),
-            operands.clear.eq(clear_b),
-            operands.last.eq(last_b),
+            operands.precision.eq(tap.precision),
+            operands.clear.eq(tap.clear),
+            operands.last.eq(tap.last),
         ]
         m.d.comb += [
             pe_row.i.valid.eq(valid_op),
@@ -355,57 +370,95 @@ class ConvCore(wiring.Component):
             pe_row.o.ready.eq(1),
         ]
 
-        # --- accumulate stages: read the pixel's partial sums, add, write back ------------
-        # C: the accumulator PLM delivers the partial sums of ``pixel_c``; they (or the bias)
-        # are registered with the sums. D: the addition and the write. The PLM's 5.6 ns
-        # clock-to-output, the bank multiplexer, a 32-bit carry chain and the write-data setup
-        # would otherwise be one path. Each pixel is read once and written once per command and
-        # the next command starts after ``done``, so no read can see a write still in flight.
+        # --- the commands whose sums are still to come out of the PE row -------------------
+        # ``leaving``: the oldest (its sums come out next); ``queued``: one taken while the
+        # oldest's sums are on their way. A command is taken only while ``queued`` is free.
+        tag_layout = _sum_tag_layout(acc_bits)
+        leaving = Signal(tag_layout)
+        leaving_valid = Signal()
+        queued = Signal(tag_layout)
+        queued_valid = Signal()
+        new_tag = Signal(tag_layout)
+        m.d.comb += [new_tag.acc_bank.eq(new.acc_bank), new_tag.acc_flag.eq(new.acc_flag),
+                     new_tag.in_bank.eq(new.in_bank), new_tag.last_pixel.eq(new.last_pixel)]
         pixel = Signal(acc_bits)                 # output pixel of the next PE-row sum
-        sums_c = Signal.like(pe_row.o.payload, reset_less=True)
-        valid_c = Signal()
-        pixel_c = Signal(acc_bits)
-        # read every cycle: the address holds until the next sum, so the data is the partial
-        # sum of ``pixel_c`` when it is used (an enable would fan out to every read-data bit)
-        m.d.comb += [
-            self.acc_rd.addr.eq(pixel | (cmd.acc_bank << acc_bits)),
-            self.acc_rd.en.eq(1),
-        ]
-        m.d.sync += [valid_c.eq(pe_row.o.valid), sums_c.eq(pe_row.o.payload),
-                     pixel_c.eq(pixel)]
+        leaves = pe_row.o.valid & (pixel == leaving.last_pixel)   # the oldest's last sum
         with m.If(pe_row.o.valid):
             m.d.sync += pixel.eq(pixel + 1)
+        with m.If(leaves):
+            m.d.sync += [pixel.eq(0), leaving.eq(queued), leaving_valid.eq(queued_valid),
+                         queued_valid.eq(0)]
+        with m.If(accept):
+            with m.If(~leaving_valid | leaves):
+                m.d.sync += [leaving.eq(new_tag), leaving_valid.eq(1)]
+            with m.Else():
+                m.d.sync += [queued.eq(new_tag), queued_valid.eq(1)]
+
+        # --- accumulate stages: read the pixel's partial sums, add, write back ------------
+        # C: the accumulator PLM delivers the partial sums of the sum's pixel; they (or the
+        # bias) are registered with the sums. D: the addition and the write. The PLM's 5.6 ns
+        # clock-to-output, the bank multiplexer, a 32-bit carry chain and the write-data setup
+        # would otherwise be one path. Within a command each pixel is read once and written
+        # once; a command adding to its predecessor's sums reads each pixel at least
+        # ``_ACC_CHAIN_PIXELS`` sums after the predecessor wrote it (see ``ready``).
+        stage_layout = data.StructLayout({"valid": 1, "pixel": unsigned(acc_bits),
+                                          "acc_bank": 1, "acc_flag": 1, "in_bank": 1,
+                                          "last": 1})
+        at_c = Signal(stage_layout)
+        sums_c = Signal.like(pe_row.o.payload, reset_less=True)
+        # read every cycle: the address holds until the next sum, so the data is the partial
+        # sum of the sum's pixel when it is used (an enable would fan out to every data bit)
+        m.d.comb += [
+            self.acc_rd.addr.eq(pixel | (leaving.acc_bank << acc_bits)),
+            self.acc_rd.en.eq(1),
+        ]
+        m.d.sync += [at_c.valid.eq(pe_row.o.valid), at_c.pixel.eq(pixel),
+                     at_c.acc_bank.eq(leaving.acc_bank), at_c.acc_flag.eq(leaving.acc_flag),
+                     at_c.in_bank.eq(leaving.in_bank), at_c.last.eq(leaves),
+                     sums_c.eq(pe_row.o.payload)]
+        # Whether to add the partial sum or the bias, and which bank's bias, select every bit
+        # of every sum: one copy per PE, following the sums a stage ahead of the addition,
+        # so that no single flip-flop drives 32 x ``pes`` selects.
+        m.submodules.selects = selects = Replicas(2, self._pes)
+        m.d.comb += selects.enable.eq(1)
+        stages = [at_c]
         if self._acc_latency == 2:
             # a registered accumulator PLM: the sums wait a cycle more for their partial sums
-            delayed = (Signal.like(valid_c, name="valid_c2"),
-                       Signal.like(sums_c, name="sums_c2", reset_less=True),
-                       Signal.like(pixel_c, name="pixel_c2"))
-            m.d.sync += [d.eq(s) for d, s in zip(delayed, (valid_c, sums_c, pixel_c))]
-            valid_c, sums_c, pixel_c = delayed
+            m.d.comb += selects.d.eq(Cat(at_c.acc_flag, at_c.in_bank))
+            delayed = Signal(stage_layout, name="at_c2")
+            delayed_sums = Signal.like(sums_c, name="sums_c2", reset_less=True)
+            m.d.sync += [delayed.eq(at_c), delayed_sums.eq(sums_c)]
+            at_c, sums_c = delayed, delayed_sums
+            stages.append(at_c)
+        else:
+            m.d.comb += selects.d.eq(Cat(leaving.acc_flag, leaving.in_bank))
+        at_d = Signal(stage_layout)
         sums_d = Signal.like(sums_c, reset_less=True)
         base_d = Signal.like(self.acc_wr.data, reset_less=True)
-        valid_d = Signal()
-        pixel_d = Signal(acc_bits)
-        m.d.sync += [valid_d.eq(valid_c), sums_d.eq(sums_c), pixel_d.eq(pixel_c)]
-        # Whether to add the partial sum or the bias is a flag of the command that selects
-        # every bit of every sum: one copy per PE (registered at the start; the first sum
-        # comes many cycles later), so no single flip-flop drives 32 x ``pes`` selects.
-        m.submodules.acc_flags = acc_flags = Replicas(1, self._pes)
-        m.d.comb += [acc_flags.d.eq(cmd.acc_flag), acc_flags.enable.eq(self.start & ~active)]
+        m.d.sync += [at_d.eq(at_c), sums_d.eq(sums_c)]
+        stages.append(at_d)
         for pe in range(self._pes):
-            m.d.sync += base_d[pe].eq(Mux(acc_flags.q[pe], self.acc_rd.data[pe], self.bias[pe]))
+            add_partial, bias_bank = selects.q[pe][0], selects.q[pe][1]
+            bias = Mux(bias_bank, self.bias[1][pe], self.bias[0][pe])
+            m.d.sync += base_d[pe].eq(Mux(add_partial, self.acc_rd.data[pe], bias))
         total = Signal.like(self.acc_wr.data)
         for pe in range(self._pes):
             m.d.comb += total[pe].eq(base_d[pe] + sums_d[pe])
         m.d.comb += [
-            self.acc_wr.addr.eq(pixel_d | (cmd.acc_bank << acc_bits)),
+            self.acc_wr.addr.eq(at_d.pixel | (at_d.acc_bank << acc_bits)),
             self.acc_wr.data.eq(total),
-            self.acc_wr.en.eq(valid_d),
+            self.acc_wr.en.eq(at_d.valid),
+            self.done.eq(at_d.valid & at_d.last),
         ]
 
-        # done when the command's last pixel has been written
-        finishing = valid_d & (pixel_d == last_pixel)
-        m.d.comb += self.done.eq(finishing)
-        with m.If(finishing):
-            m.d.sync += [pixel.eq(0), active.eq(0)]
+        # --- taking a command --------------------------------------------------------------
+        # ``small``: the last command taken has fewer than ``_ACC_CHAIN_PIXELS`` output pixels
+        small = Signal()
+        with m.If(accept):
+            m.d.sync += small.eq(new.last_pixel < _ACC_CHAIN_PIXELS - 1)
+        m.d.comb += [
+            self.busy.eq(Cat(running, leaving_valid, *(stage.valid for stage in stages)).any()),
+            self.cmd.ready.eq((~running | wraps["oy"]) & ~queued_valid
+                              & ~(new.acc_flag & small & self.busy)),
+        ]
         return m

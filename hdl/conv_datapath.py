@@ -60,11 +60,11 @@ def _per_pe_select(selects, banks):
     return [Mux(select, banks[1][pe], banks[0][pe]) for pe, select in enumerate(selects)]
 
 
-def _command_layout(in_words):
+def _command_layout(in_words, acc_rows):
     """A checked command on its way from the front end through compute to the store."""
     return data.StructLayout({
         "index": unsigned(32),
-        "core": core_command_layout(in_words),
+        "core": core_command_layout(in_words, acc_rows),
         "q_flag": unsigned(1),
         "relu": unsigned(1),
         "store": store_config_layout(),
@@ -190,14 +190,13 @@ class ConvDatapath(wiring.Component):
         ]
 
         # --- command records between the stages ---------------------------------------------
-        layout = _command_layout(in_words)
+        layout = _command_layout(in_words, acc_rows)
         dec = Signal(layout)             # front end: the command being checked and loaded
         # (no reset: a record matters only while its flag says it is there)
         pend = Signal(layout, reset_less=True)   # loaded, waiting for the core
         pend_valid = Signal()
         comp = Signal(layout, reset_less=True)   # in the core
         comp_active = Signal()           # from core start until handed to the store stage
-        comp_finished = Signal()         # the core is done; waiting for room in the store queue
         core_go = Signal()
         bank_full = Signal(2)            # operand banks holding a loaded, uncomputed command
         acc_busy = Signal(2)             # accumulator banks waiting for or being stored
@@ -302,6 +301,13 @@ class ConvDatapath(wiring.Component):
         o_pix = Signal(36)               # out_h * out_w
         o_row = Signal(36)               # out_w * out_seg (elements of a contiguous row)
         gw = Signal(36)                  # groups * in_w
+        # the core's input PLM strides (``core_command_layout``), from ``gw`` and ``groups``
+        in_bits = address_bits(in_words)
+        row_step = Signal(in_bits + 2)
+        pix_step = Signal(in_bits + 2)
+        top = Signal(in_bits)
+        left = Signal(in_bits)
+        origin = Signal(in_bits)
         x_block = Signal(36)
         s_block = Signal(36)
         # the shared multiplier: a DSP block holding its operand and product registers
@@ -343,9 +349,15 @@ class ConvDatapath(wiring.Component):
         s_inner = Signal(18)
         row_bytes = ((o_row << o_shift) + 7) >> 3    # registered into o_row_bytes in SEGS
         segments += [o_row_bytes.eq(row_bytes)]
+        # (``gw`` is the product before SEGS; the narrow factors multiply by shifts and adds)
+        segments += [row_step.eq(shift_add_product(d.stride_h, gw[:in_bits + 2])),
+                     pix_step.eq(shift_add_product(d.stride_w, groups[:in_bits + 2])),
+                     top.eq(shift_add_product(d.pad_top, gw[:in_bits])),
+                     left.eq(shift_add_product(d.pad_left, groups[:in_bits]))]
         # a cycle later (SEGS2), from the registered row size
         segments2 = [s_seg.eq(Mux(row_mode, o_row_bytes, seg_bits >> 3)),
-                     s_inner.eq(Mux(row_mode, 1, out_w))]
+                     s_inner.eq(Mux(row_mode, 1, out_w)),
+                     origin.eq(-top - left)]
         s_ostride = or_bits[3:35]
         s_merge = (s_inner == 1) & (out_h > 1) & (s_ostride == s_seg) \
             & (s_block <= MAX_SEGMENT_BYTES)
@@ -555,6 +567,9 @@ class ConvDatapath(wiring.Component):
                 core_cmd.groups.eq(groups),
                 core_cmd.out_h.eq(out_h), core_cmd.out_w.eq(out_w),
                 core_cmd.pad_word.eq(pad_word),
+                core_cmd.row_words.eq(gw), core_cmd.row_step.eq(row_step),
+                core_cmd.pix_step.eq(pix_step), core_cmd.origin.eq(origin),
+                core_cmd.last_pixel.eq(o_pix - 1),
                 core_cmd.acc_flag.eq(d.acc_flag),
                 st.out_h.eq(out_h), st.out_w.eq(out_w),
                 st.out_c.eq(d.out_c), st.out_seg.eq(d.out_seg),
@@ -607,51 +622,64 @@ class ConvDatapath(wiring.Component):
         m.d.comb += [q_loaders[k].start.eq(q_go[k]) for k in range(2)]
 
         # --- compute stage --------------------------------------------------------------------
-        target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
-        op_bank = comp.core.in_bank
-        comp_load = Signal()
-        m.d.comb += comp_load.eq(pend_valid & ~comp_active & ~write_fail
-                                 & ~acc_busy.bit_select(target_acc, 1))
-        # The computed command's operand and accumulator banks select each PE's bias, partial
-        # sums and requantization parameters: hundreds of bits each, so the two bank bits are
-        # registered with ``comp`` once per PE (copy 0 also serves the per-tile fields).
-        m.submodules.comp_banks = comp_banks = Replicas(2, pes)
-        # (like ``comp``, the copies follow the pending command until the core starts)
-        m.d.comb += [comp_banks.d.eq(Cat(pend.core.in_bank, target_acc)),
-                     comp_banks.enable.eq(~comp_active)]
-        comp_in_bank = [comp_banks.q[pe][0] for pe in range(pes)]
-        comp_acc_bank = [comp_banks.q[pe][1] for pe in range(pes)]
-        m.d.comb += [core.start.eq(core_go), core.cmd.eq(comp.core)]
-        m.d.comb += [core.bias[pe].eq(bias) for pe, bias in
-                     enumerate(_per_pe_select(comp_in_bank, [q.bias for q in q_regs]))]
-        m.d.sync += core_go.eq(0)
-        with m.If(pend_valid & ~comp_active):
-            with m.If(write_fail):
-                # a failed store: later commands are dropped unrun
-                m.d.sync += pend_valid.eq(0)
-            with m.Elif(comp_load):
-                m.d.sync += [acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
-                             core_go.eq(1)]
-        # Likewise the computed record follows the pending one until the core starts (the
-        # core and the store hand-off read it only while ``comp_active``).
-        with m.If(~comp_active):
-            m.d.sync += [comp.eq(pend), comp.core.acc_bank.eq(target_acc)]
-        with m.If(core.done):
-            m.d.sync += comp_finished.eq(1)
-
-        # the core is done: hand the command to the store stage (the requantization
-        # parameters of its operand bank are already copied into the accumulator bank's set)
-        # (its head is a register: it decides the store stage's start and records)
+        # The core takes the pending command while the previous one (``comp``) still reads its
+        # operands' last taps; that one then moves to ``drn`` until its last sum is written.
+        # Two commands at most are in the core (``drn`` free), so both find room in the store
+        # queue when they finish (``stores.level`` small enough when the later one is taken).
+        stores_depth = 8
         m.submodules.stores = stores = SyncFIFOBuffered(width=_store_record_layout().size,
-                                                        depth=4)
+                                                        depth=stores_depth)
+        drn = Signal(layout, reset_less=True)    # the older command in the core
+        comp_load = Signal()             # the core takes the pending command
+        drn_valid = Signal()
+        target_acc = Mux(pend.core.acc_flag, acc_cur, ~acc_cur)
+        # the requantization parameters are copied three cycles after a start (below); the
+        # next start waits until the copy is made
+        core_went = Signal(3)
+        m.d.sync += core_went.eq(Cat(core_go, core_went[:2]))
+        # A command adding to the sums of one that the store will read waits until that one
+        # is stored (its accumulator bank is busy then).
+        m.d.comb += core.cmd.valid.eq(
+            pend_valid & ~write_fail & ~acc_busy.bit_select(target_acc, 1) & ~drn_valid
+            & ~core_go & ~core_went.any() & (stores.level <= stores_depth - 3)
+            & ~(comp_active & pend.core.acc_flag & comp.q_flag))
+        m.d.comb += [core.cmd.payload.eq(pend.core), core.cmd.payload.acc_bank.eq(target_acc)]
+        m.d.comb += comp_load.eq(core.cmd.valid & core.cmd.ready)
+        m.d.comb += [core.bias[k][pe].eq(q_regs[k].bias[pe]) for k in range(2)
+                     for pe in range(pes)]
+        # The started command's operand bank selects each PE's requantization parameters for
+        # the copy: hundreds of bits, so the bank bit is registered once per PE.
+        m.submodules.comp_banks = comp_banks = Replicas(1, pes)
+        m.d.comb += [comp_banks.d.eq(pend.core.in_bank), comp_banks.enable.eq(comp_load)]
+        comp_in_bank = [comp_banks.q[pe] for pe in range(pes)]
+        m.d.sync += core_go.eq(comp_load)
+        with m.If(pend_valid & ~comp_active & write_fail):
+            # a failed store: later commands are dropped unrun
+            m.d.sync += pend_valid.eq(0)
+        # the core's ``done`` is the older command's if there are two
+        handoff = core.done
+        oldest = data.View(layout, Mux(drn_valid, drn, comp))
+        with m.If(handoff):
+            with m.If(drn_valid):
+                m.d.sync += drn_valid.eq(0)
+            with m.Else():
+                m.d.sync += comp_active.eq(0)
+        with m.If(comp_load):
+            m.d.sync += [acc_cur.eq(target_acc), pend_valid.eq(0), comp_active.eq(1),
+                         comp.eq(pend), comp.core.acc_bank.eq(target_acc)]
+            with m.If(comp_active & ~(handoff & ~drn_valid)):
+                m.d.sync += [drn.eq(comp), drn_valid.eq(1)]
+
+        # a finished command goes to the store stage (the requantization parameters of its
+        # operand bank are already copied into the accumulator bank's set)
+        # (its head is a register: it decides the store stage's start and records)
         record = data.View(_store_record_layout(), stores.w_data)
-        handoff = comp_finished & stores.w_rdy
         m.d.comb += [
-            record.index.eq(comp.index),
-            record.q_flag.eq(comp.q_flag),
-            record.store.eq(comp.store),
-            record.store.acc_bank.eq(comp.core.acc_bank),
-            record.store_req.eq(comp.store_req),
+            record.index.eq(oldest.index),
+            record.q_flag.eq(oldest.q_flag),
+            record.store.eq(oldest.store),
+            record.store.acc_bank.eq(oldest.core.acc_bank),
+            record.store_req.eq(oldest.store_req),
             stores.w_en.eq(handoff),
         ]
         # the computed command's requantization parameters, from its operand bank
@@ -699,15 +727,11 @@ class ConvDatapath(wiring.Component):
             tile_q["low"].eq(Mux(narrow_relu & (zero_point > act_min), zero_point, act_min)),
             tile_q["high"].eq(narrow_q["act_max"]),
         ]
-        with m.If(handoff):
-            m.d.sync += [comp_finished.eq(0), comp_active.eq(0)]
         # The copy is made three cycles after the core starts, from a register per PE (an
         # enable of every parameter bit of a bank; copy 0 also enables the per-tile fields).
         # The store unit does not read that bank's set then: the core computes into an
         # accumulator bank only once the store has released it, and the operand bank's
-        # parameters stay loaded until the hand-off (at least the core's setup cycles later).
-        core_went = Signal(2)
-        m.d.sync += core_went.eq(Cat(core_go, core_went[0]))
+        # parameters stay loaded until the hand-off (the core's latency later at least).
         m.submodules.q_copy = q_copy = Replicas(2, pes)
         m.d.comb += [q_copy.d.eq(Mux(core_went[1] & comp.q_flag,
                                      Mux(comp.core.acc_bank, 0b10, 0b01), 0)),
@@ -785,9 +809,9 @@ class ConvDatapath(wiring.Component):
         m.d.comb += store_release.eq(store_fsm.ongoing("STORE") & ~st_go & ~store.busy
                                      & ~st_req_valid)
         bank_set = Mux(to_pend, 1 << f_bank, 0)
-        bank_clear = (Mux(handoff, 1 << op_bank, 0)
+        bank_clear = (Mux(handoff, 1 << oldest.core.in_bank, 0)
                       | Mux(dropped, 1 << pend.core.in_bank, 0))
-        acc_set = Mux(handoff & comp.q_flag, 1 << comp.core.acc_bank, 0)
+        acc_set = Mux(handoff & oldest.q_flag, 1 << oldest.core.acc_bank, 0)
         # a computed command dropped after a write error releases its bank as well
         drop_stored = store_fsm.ongoing("IDLE") & stores.r_rdy & write_fail & head.q_flag
         acc_clear = (Mux(store_release, 1 << st.store.acc_bank, 0)
@@ -834,14 +858,21 @@ class ConvDatapath(wiring.Component):
             read = Signal.like(rd.data, name=f"acc_read{k}", reset_less=True)
             m.d.sync += read.eq(rd.data)
             acc_reads.append(read)
-        for reader, selects in ((core, comp_acc_bank), (store, st_acc_bank)):
+        # The core's data is the bank its address named two cycles before (the address holds
+        # the bank of the command whose sums arrive): that bit, registered, then copied per PE.
+        core_read_bank = Signal()
+        m.d.sync += core_read_bank.eq(core.acc_rd.addr[acc_bits])
+        m.submodules.core_read_banks = core_read_banks = Replicas(1, pes)
+        m.d.comb += [core_read_banks.d.eq(core_read_bank), core_read_banks.enable.eq(1)]
+        core_acc_bank = [core_read_banks.q[pe] for pe in range(pes)]
+        for reader, selects in ((core, core_acc_bank), (store, st_acc_bank)):
             m.d.comb += [reader.acc_rd.data[pe].eq(v) for pe, v in
                          enumerate(_per_pe_select(selects, acc_reads))]
 
         # --- the list -------------------------------------------------------------------------
         m.d.comb += [
             self.retire.eq(retire),
-            self.busy.eq(pend_valid | comp_active | (stores.level != 0)
+            self.busy.eq(pend_valid | comp_active | drn_valid | (stores.level != 0)
                          | ~store_fsm.ongoing("IDLE")),
         ]
         with m.If(self.abort):

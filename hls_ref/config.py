@@ -60,10 +60,9 @@ ALL_PRECISIONS = tuple(Precision)
 PE_MULTIPLIERS = {"lut": 0, "dsp4": 4, "dsp2": 2, "dsp1": 1}
 
 #: DSP blocks of the conv2d accelerator outside its PE array and its store's requantizers (the
-#: front end's shared multiplier 1, the compute core's two per-command products 2), when its
-#: multipliers may use DSP blocks; ``tests/test_hdl_conv2d_dsp_count.py`` counts the
-#: blocks the netlist instantiates.
-OTHER_DSP_BLOCKS = 3
+#: front end's shared multiplier), when its multipliers may use DSP blocks;
+#: ``tests/test_hdl_conv2d_dsp_count.py`` counts the blocks the netlist instantiates.
+OTHER_DSP_BLOCKS = 1
 
 #: DSP blocks of one requantizer (:class:`hdl.requant.Requantizer`: four 16 x 16 products).
 REQUANT_DSP_BLOCKS = 4

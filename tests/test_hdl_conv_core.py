@@ -9,7 +9,7 @@ from amaranth.hdl import Module
 from amaranth.lib import memory, wiring
 from amaranth.sim import Simulator
 
-from hdl.conv_core import ConvCore
+from hdl.conv_core import ConvCore, core_command
 from hls_ref import Precision, pack_activations, pack_weights
 from hls_ref.formats import QuantBlock
 from hls_ref.invocation import Command, ConvAccelerator, Limits
@@ -87,15 +87,19 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
     result = {}
 
     async def bench(ctx):
-        ctx.set(core.cmd, {
-            "precision": p, "kernel_h": kh, "kernel_w": kw, "stride_h": stride[0],
-            "stride_w": stride[1], "pad_top": top, "pad_left": left, "in_h": h, "in_w": wd,
-            "groups": groups, "out_h": ho, "out_w": wo, "pad_word": pad_word(pad_value, p),
-            "acc_flag": acc_flag, "in_bank": in_bank, "w_bank": w_bank, "acc_bank": acc_bank})
-        ctx.set(core.bias, [int(b) for b in bias])
-        ctx.set(core.start, 1)
+        ctx.set(core.cmd.payload, core_command(
+            in_words=in_words, acc_rows=acc_rows,
+            precision=p, kernel_h=kh, kernel_w=kw, stride_h=stride[0], stride_w=stride[1],
+            pad_top=top, pad_left=left, in_h=h, in_w=wd, groups=groups, out_h=ho, out_w=wo,
+            pad_word=pad_word(pad_value, p), acc_flag=acc_flag, in_bank=in_bank,
+            w_bank=w_bank, acc_bank=acc_bank))
+        # the other operand bank's bias must not be used
+        biases = [[int(b) for b in bias], [int(b) + 12345 for b in bias]]
+        ctx.set(core.bias, biases if in_bank == 0 else biases[::-1])
+        ctx.set(core.cmd.valid, 1)
+        assert ctx.get(core.cmd.ready)
         await ctx.tick()
-        ctx.set(core.start, 0)
+        ctx.set(core.cmd.valid, 0)
         cycles = macs = 1
         while not ctx.get(core.done):
             macs += ctx.get(core.mac)
@@ -170,7 +174,179 @@ def test_core_matches_golden(case, acc_flag):
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
-    # one MAC per cycle, plus a fixed latency: 4 setup cycles, the PLM read, the operand
-    # register, the PE row's input stage, the multipliers' stages and the accumulate stages'
-    # read (``acc_latency``), register and write
-    assert cycles == macs + 10 + in_latency + acc_latency
+    # one MAC per cycle from the cycle after the command is taken, plus a fixed latency: the
+    # PLM read, the operand register, the PE row's input stage, the multipliers' stages and
+    # the accumulate stages' read (``acc_latency``), register and write
+    assert cycles == macs + 6 + in_latency + acc_latency
+
+
+def random_commands(rng, count, *, pes, tiny_share=0.3):
+    """``count`` random commands for :func:`run_back_to_back`: about a third add to the
+    previous command's sums (same output tile, other channels or precision), some are tiny (one
+    or two output pixels of one tap)."""
+    commands = []
+    for index in range(count):
+        p = Precision(int(rng.integers(0, len(Precision))))
+        if index and rng.random() < 0.35:
+            previous = commands[-1]
+            shape = (*previous["x"].shape[:2], int(rng.integers(1, 9)))
+            kernel, stride, padding = previous["kernel"], previous["stride"], previous["padding"]
+            acc_flag = 1
+        elif rng.random() < tiny_share:
+            shape = (1, int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+            kernel, stride, padding, acc_flag = (1, 1), (1, 1), (0, 0, 0, 0), 0
+        else:
+            kernel = tuple(int(k) for k in rng.integers(1, 4, 2))
+            stride = tuple(int(s) for s in rng.integers(1, 3, 2))
+            padding = tuple(int(rng.integers(0, kernel[k // 2])) for k in range(4))
+            shape = (int(rng.integers(kernel[0], 7)), int(rng.integers(kernel[1], 7)),
+                     int(rng.integers(1, 9)))
+            acc_flag = 0
+        x = rng.integers(-(1 << (p.act_bits - 1)), 1 << (p.act_bits - 1), shape)
+        w = rng.integers(-(1 << (p.weight_bits - 1)), 1 << (p.weight_bits - 1),
+                         (pes, *kernel, shape[2]))
+        pad_value = int(rng.integers(-(1 << (p.act_bits - 1)), 1 << (p.act_bits - 1)))
+        commands.append(dict(precision=p, x=x, w=w, kernel=kernel, stride=stride,
+                             padding=padding, pad_value=pad_value, acc_flag=acc_flag,
+                             acc_bank=commands[-1]["acc_bank"] if acc_flag
+                             else int(rng.integers(0, 2))))
+    return commands
+
+
+def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
+                     multiplier="lut", in_latency=2, acc_latency=2, seed=0):
+    """Offer ``commands`` to the core one after the other, each as soon as its operand bank
+    (``index % 2``) is free; returns (both accumulator banks, the cycles each command was taken,
+    the cycles operands entered the PE row)."""
+    rng = np.random.default_rng(seed)
+    biases = rng.integers(-1 << 20, 1 << 20, (2, pes))
+    core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
+                    multiplier=multiplier, in_latency=in_latency, acc_latency=acc_latency)
+    acc_init = [[int(v) for v in rng.integers(-1 << 24, 1 << 24, pes)]
+                for _ in range(2 * acc_rows)]
+    dut = CoreHarness(core, [0] * (2 * in_words), [[0] * pes for _ in range(2 * w_rows)],
+                      acc_init)
+    taken, macs, result = [], [], {}
+
+    def load(ctx, bank, c):
+        p = c["precision"]
+        words = pack_activations(c["x"], p).reshape(-1)
+        for k, word in enumerate(words):
+            ctx.set(dut.in_mem.data[bank * in_words + k], int(word))
+        rows = pack_weights(c["w"], p).transpose(1, 2, 3, 0).reshape(-1, pes)
+        for r, row in enumerate(rows):
+            ctx.set(dut.w_mem.data[bank * w_rows + r], [int(v) for v in row])
+
+    def command(bank, c):
+        p, (h, wd, _), (kh, kw) = c["precision"], c["x"].shape, c["kernel"]
+        top, bottom, left, right = c["padding"]
+        return core_command(
+            in_words=in_words, acc_rows=acc_rows, precision=p, kernel_h=kh, kernel_w=kw,
+            stride_h=c["stride"][0], stride_w=c["stride"][1], pad_top=top, pad_left=left,
+            in_h=h, in_w=wd, groups=pack_activations(c["x"], p).shape[-1],
+            out_h=(h + top + bottom - kh) // c["stride"][0] + 1,
+            out_w=(wd + left + right - kw) // c["stride"][1] + 1,
+            pad_word=pad_word(c["pad_value"], p), acc_flag=c["acc_flag"], in_bank=bank,
+            w_bank=bank, acc_bank=c["acc_bank"])
+
+    async def bench(ctx):
+        ctx.set(core.bias, [[int(b) for b in row] for row in biases])
+        cycle = 0
+        for index, c in enumerate(commands):
+            bank = index % 2
+            # the bank's previous command has read its operands once its successor is taken
+            # (and its last reads have returned three cycles later)
+            while index >= 2 and cycle < taken[index - 1] + 3:
+                macs.append(ctx.get(core.mac))
+                await ctx.tick()
+                cycle += 1
+            load(ctx, bank, c)
+            ctx.set(core.cmd.payload, command(bank, c))
+            ctx.set(core.cmd.valid, 1)
+            while not ctx.get(core.cmd.ready):
+                macs.append(ctx.get(core.mac))
+                await ctx.tick()
+                cycle += 1
+                assert cycle < 100_000
+            taken.append(cycle)
+            macs.append(ctx.get(core.mac))
+            await ctx.tick()
+            cycle += 1
+            ctx.set(core.cmd.valid, 0)
+        done = 0
+        while ctx.get(core.busy):
+            done += ctx.get(core.done)
+            macs.append(ctx.get(core.mac))
+            await ctx.tick()
+            cycle += 1
+        result["acc"] = [np.array([ctx.get(dut.acc_mem.data[b * acc_rows + r])
+                                   for r in range(acc_rows)], np.int64) for b in range(2)]
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    # the golden model: each command on the accumulator bank it names
+    want = [np.array(acc_init[b * acc_rows:(b + 1) * acc_rows], np.int64) for b in range(2)]
+    for index, c in enumerate(commands):
+        bank = want[c["acc_bank"]]
+        h, wd, _ = c["x"].shape
+        top, bottom, left, right = c["padding"]
+        ho = (h + top + bottom - c["kernel"][0]) // c["stride"][0] + 1
+        wo = (wd + left + right - c["kernel"][1]) // c["stride"][1] + 1
+        prev = bank[:ho * wo].reshape(ho, wo, pes)
+        out = golden(c["precision"], c["x"], c["w"], biases[index % 2], prev,
+                     stride=c["stride"], padding=c["padding"], pad_value=c["pad_value"],
+                     acc_flag=c["acc_flag"])
+        bank[:ho * wo] = out.reshape(-1, pes)
+    return result["acc"], want, taken, macs
+
+
+@pytest.mark.parametrize("trial", range(6))
+def test_commands_back_to_back_match_golden(trial):
+    """Random commands taken as soon as the core accepts them: tiny ones, chains adding to
+    their predecessor's sums, both PLM latencies and every multiplier build."""
+    rng = np.random.default_rng([7, trial])
+    commands = random_commands(rng, 10, pes=4)
+    got, want, _, _ = run_back_to_back(
+        commands, multiplier=("lut", "dsp4", "dsp2")[trial % 3], in_latency=1 + trial % 2,
+        acc_latency=1 + (trial // 2) % 2, seed=trial)
+    for bank in range(2):
+        np.testing.assert_array_equal(got[bank], want[bank], err_msg=f"trial {trial}")
+
+
+def test_the_next_command_follows_without_a_gap():
+    """Commands of at least 16 operand cycles (a new tile, then two adding to it): the PE row
+    receives operands in every cycle from the first command's first to the last one's last."""
+    rng = np.random.default_rng(3)
+    commands = []
+    for acc_flag in (0, 1, 1, 0):
+        p = Precision.A8W8
+        x = rng.integers(-128, 128, (4, 5, 4))
+        w = rng.integers(-128, 128, (4, 3, 3, 4))
+        commands.append(dict(precision=p, x=x, w=w, kernel=(3, 3), stride=(1, 1),
+                             padding=(1, 1, 1, 1), pad_value=-3, acc_flag=acc_flag,
+                             acc_bank=0 if len(commands) < 3 else 1))
+    got, want, taken, macs = run_back_to_back(commands)
+    for bank in range(2):
+        np.testing.assert_array_equal(got[bank], want[bank])
+    first = taken[0] + 1
+    operand_cycles = 4 * 20 * 9 * 2
+    assert macs[first:first + operand_cycles] == [1] * operand_cycles
+    assert sum(macs) == operand_cycles
+
+
+@pytest.mark.parametrize("acc_latency", [1, 2])
+def test_a_chain_of_tiny_commands_adds_to_written_sums(acc_latency):
+    """Commands of one or two output pixels of one tap, each adding to the previous one's sums
+    and offered at once: each must wait until its predecessor's sums are written."""
+    rng = np.random.default_rng(acc_latency)
+    commands = []
+    for index in range(8):
+        p = Precision.A8W8
+        commands.append(dict(precision=p, x=rng.integers(-128, 128, (1, 1, 2)),
+                             w=rng.integers(-128, 128, (4, 1, 1, 2)), kernel=(1, 1),
+                             stride=(1, 1), padding=(0, 0, 0, 0), pad_value=0,
+                             acc_flag=int(index > 0), acc_bank=1))
+    got, want, _, _ = run_back_to_back(commands, acc_latency=acc_latency, in_latency=1)
+    np.testing.assert_array_equal(got[1], want[1])

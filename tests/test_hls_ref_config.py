@@ -22,7 +22,7 @@ def test_dsp_blocks_of_the_builds():
     assert (DEFAULT_CONFIG.pe_multiplier, DEFAULT_CONFIG.pe_dsp_blocks) == ("dsp4", 64)
     # the PE array, four requantizers of four blocks in the store, and the others
     assert DEFAULT_CONFIG.store_elements == 4
-    assert DEFAULT_CONFIG.dsp_blocks == 64 + 4 * REQUANT_DSP_BLOCKS + OTHER_DSP_BLOCKS == 83
+    assert DEFAULT_CONFIG.dsp_blocks == 64 + 4 * REQUANT_DSP_BLOCKS + OTHER_DSP_BLOCKS == 81
     assert (DSP2_CONFIG.pes, DSP2_CONFIG.dsp_blocks) == (16, 32 + 16 + OTHER_DSP_BLOCKS)
     # the same PE array blocks as 16 PEs of four blocks each, spent on twice the PEs
     assert DSP_BUDGET_CONFIG.pe_dsp_blocks == DEFAULT_CONFIG.pe_dsp_blocks == 64
