@@ -27,8 +27,9 @@ from sw.tiling.layer_tiling import row_tiles, splits
 
 __all__ = ["COMMAND_CYCLES", "REQUEST_CYCLES", "best_rows", "list_cycles"]
 
-#: Idle cycles of the PE array per command boundary in a running list (``make bench``).
-COMMAND_CYCLES = 19
+#: Idle cycles of the PE array per command boundary in a running list (``make bench``: the
+#: core takes the next command as the running one reads its last operands).
+COMMAND_CYCLES = 0
 #: Cycles a load request costs beyond its beats (the memory's latency and the DMA's request
 #: handling; fitted to the load-bound ResNet-8 1x1 layer of ``make bench``, 219 cycles per
 #: command of 169 beats).
