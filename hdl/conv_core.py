@@ -398,11 +398,9 @@ class ConvCore(wiring.Component):
         # C: the accumulator PLM delivers the partial sums of the sum's pixel; they (or the
         # bias) are registered with the sums. D: the addition and the write. The PLM's 5.6 ns
         # clock-to-output, the bank multiplexer, a 32-bit carry chain and the write-data setup
-        # would otherwise be one path. Within a command each pixel is read once and written
-        # once. A command adding to its predecessor's sums reads a pixel at least as many
-        # cycles after the predecessor's sum for it left the PE row as the predecessor has
-        # pixels; that sum is written 3 cycles after it left at most, so a predecessor of
-        # fewer than ``_ACC_CHAIN_PIXELS`` pixels is waited for (see ``ready``).
+        # would otherwise be one path. A command adding to its predecessor's sums reads a pixel
+        # as many cycles or more after the predecessor's sum for it leaves the PE row as that
+        # one has pixels; it is written 3 cycles after at most (hence ``_ACC_CHAIN_PIXELS``).
         stage_layout = data.StructLayout({"valid": 1, "pixel": unsigned(acc_bits),
                                           "acc_bank": 1, "acc_flag": 1, "in_bank": 1,
                                           "last": 1})
