@@ -213,6 +213,13 @@ def random_commands(rng, count, *, pes, tiny_share=0.3):
     return commands
 
 
+def out_size(c):
+    """A :func:`random_commands` command's output tile, (rows, columns)."""
+    (h, wd, _), (kh, kw), (sh, sw) = c["x"].shape, c["kernel"], c["stride"]
+    top, bottom, left, right = c["padding"]
+    return (h + top + bottom - kh) // sh + 1, (wd + left + right - kw) // sw + 1
+
+
 def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
                      multiplier="lut", in_latency=2, acc_latency=2, seed=0):
     """Offer ``commands`` to the core one after the other, each as soon as its operand bank
@@ -239,13 +246,12 @@ def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
 
     def command(bank, c):
         p, (h, wd, _), (kh, kw) = c["precision"], c["x"].shape, c["kernel"]
-        top, bottom, left, right = c["padding"]
+        top, _, left, _ = c["padding"]
         return core_command(
             in_words=in_words, acc_rows=acc_rows, precision=p, kernel_h=kh, kernel_w=kw,
             stride_h=c["stride"][0], stride_w=c["stride"][1], pad_top=top, pad_left=left,
             in_h=h, in_w=wd, groups=pack_activations(c["x"], p).shape[-1],
-            out_h=(h + top + bottom - kh) // c["stride"][0] + 1,
-            out_w=(wd + left + right - kw) // c["stride"][1] + 1,
+            out_h=out_size(c)[0], out_w=out_size(c)[1],
             pad_word=pad_word(c["pad_value"], p), acc_flag=c["acc_flag"], in_bank=bank,
             w_bank=bank, acc_bank=c["acc_bank"])
 
@@ -290,10 +296,7 @@ def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
     want = [np.array(acc_init[b * acc_rows:(b + 1) * acc_rows], np.int64) for b in range(2)]
     for index, c in enumerate(commands):
         bank = want[c["acc_bank"]]
-        h, wd, _ = c["x"].shape
-        top, bottom, left, right = c["padding"]
-        ho = (h + top + bottom - c["kernel"][0]) // c["stride"][0] + 1
-        wo = (wd + left + right - c["kernel"][1]) // c["stride"][1] + 1
+        ho, wo = out_size(c)
         prev = bank[:ho * wo].reshape(ho, wo, pes)
         out = golden(c["precision"], c["x"], c["w"], biases[index % 2], prev,
                      stride=c["stride"], padding=c["padding"], pad_value=c["pad_value"],
