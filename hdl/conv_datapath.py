@@ -32,6 +32,7 @@ from hls_ref.config import DEFAULT_CONFIG, AcceleratorConfig
 from hls_ref.descriptor import MAX_SEGMENT_BYTES, ErrorCode, Op
 from hls_ref.precision import Precision
 
+from .block_ram import DualPortRAM
 from .conv_core import ConvCore, core_command_layout
 from .dma import BEAT_BYTES, dma_request_layout
 from .dsp import PipelinedMultiplier, shift_add_product
@@ -176,10 +177,11 @@ class ConvDatapath(wiring.Component):
             in_plm.rd.en.eq(core.in_rd.en),
             core.in_rd.data.eq(in_plm.rd.data),
         ]
-        # weight PLM: one row of ``pes`` words, written four words (one beat) at a time
-        m.submodules.w_plm = w_plm = memory.Memory(shape=unsigned(16 * pes),
-                                                   depth=2 << w_bits, init=[])
-        w_wr, w_rd = w_plm.write_port(granularity=16), w_plm.read_port()
+        # weight PLM: one row of ``pes`` words, written four words (one beat) at a time; the
+        # loader writes only a bank no command in the core reads (``bank_full``, below)
+        m.submodules.w_plm = w_plm = DualPortRAM(shape=unsigned(16 * pes), depth=2 << w_bits,
+                                                 granularity=16)
+        w_wr, w_rd = w_plm.wr, w_plm.rd
         m.d.comb += [
             w_wr.addr.eq(w_loader.wr_addr),
             w_wr.data.eq(w_loader.wr_data),

@@ -2,7 +2,9 @@
 
 Each PLM holds two banks (ping-pong) in one memory: the bank bit is the top address bit, so
 the loader fills one bank through the write port while the compute core reads the other
-through the read port, and a single dual-port block RAM serves both.
+through the read port, and a single dual-port block RAM serves both. A word is never read in
+the cycle it is written (:class:`hdl.block_ram.DualPortRAM`): the user loads a bank only while
+no command reads it.
 
 :class:`InputPLM` is four 16-bit lanes interleaved by word address: a loader writes up to four
 consecutive words per cycle (one 64-bit beat) starting at any word address, while the core
@@ -15,6 +17,7 @@ from amaranth.lib.wiring import In, Out
 
 from hls_ref.precision import OPERAND_WIDTH
 
+from .block_ram import DualPortRAM
 from .params import address_bits, check_int
 
 __all__ = ["LANES", "InputPLM", "input_write_layout"]
@@ -102,9 +105,9 @@ class InputPLM(wiring.Component):
             m.d.sync += delayed.eq(lane_rd)
             lane_rd = delayed
         for lane in range(LANES):
-            mem = memory.Memory(shape=unsigned(OPERAND_WIDTH), depth=depth, init=[])
+            mem = DualPortRAM(shape=unsigned(OPERAND_WIDTH), depth=depth)
             m.submodules[f"lane{lane}"] = mem
-            wr, rd = mem.write_port(), mem.read_port()
+            wr, rd = mem.wr, mem.rd
             # the word that lands in this lane, and its address
             k = Signal(2, name=f"k{lane}")
             m.d.comb += k.eq(lane - write.addr[:2])
