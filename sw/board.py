@@ -14,7 +14,8 @@ import time
 from hls_ref import board_link as link
 from hls_ref import image as fmt
 
-from .soc_run import ModelRun, RunError, _accelerator_error, _decode, _input_bytes, _layer_tensors
+from .soc_image import input_bytes
+from .soc_run import ModelRun, RunError, _accelerator_error, _decode, _layer_tensors
 
 __all__ = [
     "SIM_UART_DIVISOR",
@@ -353,7 +354,7 @@ def run_board(link_, image, x, *, verify=True, log=None):
         log(f"loading {len(image.data):,} bytes of image and {inp.layout.bytes:,} of input "
             f"over {link_.port}")
     link_.write(fmt.IMAGE_BASE, image.data)
-    link_.write(inp.addr, _input_bytes(image, x))
+    link_.write(inp.addr, input_bytes(image, x))
     link_.write(fmt.RUN_BLOCK, fmt.RUN_BLOCK_STRUCT.pack(
         magic=fmt.RUN_MAGIC, uart_divisor=0, flags=VERIFY_CHECKSUM if verify else 0))
     if log:

@@ -406,7 +406,10 @@ def _section(tables, heading, *, intro):
              "MACs/DSP/cycle = MACs / (cycles x every DSP block of the build); "
              "idle between commands = the PE array's idle cycles between its first and last "
              "MAC per command boundary; fill + drain = cycles before the first and after the "
-             "last MAC. Bit-exact: the memory "
+             "last MAC. A layer named `unfolded` reads the network input unfolded, as the "
+             "model image has it (`sw/unfold.py`: a 1x1 convolution over every output "
+             "pixel's receptive field, or a pair's); its MACs are the layer's, not counting "
+             "the unfolded layer's zero weights. Bit-exact: the memory "
              "image after the run equals the golden model's (and the golden output equals the "
              "reference: LiteRT-exact golden models for the MLPerf layers, numpy otherwise)."]
     default, budget = DEFAULT_CONFIG, DSP_BUDGET_CONFIG

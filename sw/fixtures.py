@@ -83,10 +83,14 @@ def random_splits(rng, total, multiple=1, most=3):
     return tuple(sorted(rng.choice(candidates, k, replace=False).tolist()))
 
 
-def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0):
+def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=True):
     """Every Conv2D layer of a built-in model (``resnet8``, ``dscnn``, ``vww``) as a program
     with the layer's real weights and quantization, its input taken from a golden-model run
     of the network on a seeded random input, tiled by the compiler for ``config``.
+
+    With ``unfold_input`` the layer that reads the network input runs on it unfolded when
+    the model image would (``sw.unfold``; named ``"<layer> unfolded"``, its reference in the
+    unfolded layer's output shape, the same bytes).
 
     Returns ``[(layer name, program, tiling, reference output)]``; the reference is the
     golden model's output of the layer (bit-exact with LiteRT, ``docs/results.md``)."""
@@ -94,6 +98,7 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0):
     from sw.golden import run_graph
     from sw.lowering import lower_layer
     from sw.tflite_import import load_model
+    from sw.unfold import unfolded_program
 
     graph = load_model(model)
     rng = np.random.default_rng(seed)
@@ -105,10 +110,18 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0):
         if not isinstance(op, g.Conv2D):
             continue
         layer = lower_layer(graph, op)
-        program, tiling = compiler_program(np.asarray(values[op.inputs[0]])[0], layer.weights,
-                                           layer.qblock, layer.command, config, name=op.name,
-                                           seed=seed)
-        programs.append((op.name, program, tiling, np.asarray(values[op.output])[0]))
+        x, want = np.asarray(values[op.inputs[0]])[0], np.asarray(values[op.output])[0]
+        readers = [other for other in graph.ops if graph.input.name in other.inputs]
+        unfolded = (unfold_input and readers == [op]
+                    and unfolded_program(x, layer, config, name=op.name, seed=seed))
+        if unfolded:
+            unfold, program, tiling = unfolded
+            programs.append((f"{op.name} unfolded", program, tiling,
+                             want.reshape(unfold.out_shape(want.shape[-1]))))
+            continue
+        program, tiling = compiler_program(x, layer.weights, layer.qblock, layer.command,
+                                           config, name=op.name, seed=seed)
+        programs.append((op.name, program, tiling, want))
     return programs
 
 

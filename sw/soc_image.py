@@ -3,7 +3,9 @@
 :func:`compile_model` decides for every layer which engine runs it (an accelerator of the
 build that runs its op, else the processor, with the reason), plans the activation buffers,
 lowers every accelerator layer to its descriptor list through the public builders of
-``sw.program`` / ``sw.lowering`` (the compiler's tiling for the build), lays out the processor
+``sw.program`` / ``sw.lowering`` (the compiler's tiling for the build; a first convolution
+over a network input of few channels reads that input unfolded, ``sw.unfold``, and whoever
+writes the input writes it so: :func:`input_bytes`), lays out the processor
 layers' parameter blocks, weights and quantization blocks, and writes the layer table, the
 layer names and the checksum. :class:`ModelImage` is the result; :meth:`ModelImage.save` writes
 ``image.bin`` (the constant bytes, loaded at ``IMAGE_BASE``) and ``image.json`` (the layer
@@ -23,9 +25,10 @@ from hls_ref.descriptor import Mode, Op
 from hls_ref.formats import TensorLayout
 
 from . import graph as g
+from .unfold import InputUnfold
 
 __all__ = ["ImageError", "LayerInfo", "ModelImage", "TensorInfo", "compile_model",
-           "load_image", "tensor_shape3"]
+           "input_bytes", "load_image", "tensor_shape3"]
 
 _ALIGN = fmt.SECTION_ALIGN
 _QBLOCK_CHANNELS = 256
@@ -66,7 +69,8 @@ class TensorInfo:
     name: str
     shape: tuple           # the graph's shape
     addr: int              # bus address
-    layout: TensorLayout
+    layout: TensorLayout   # of the bytes in the buffer (the unfolded tensor's, if unfolded)
+    unfold: InputUnfold | None = None   # the network input, unfolded for its convolution
 
     def fields(self, prefix):
         lay = self.layout
@@ -77,7 +81,8 @@ class TensorInfo:
     def as_dict(self):
         return {"name": self.name, "shape": list(self.shape), "addr": self.addr,
                 "hwc": [self.layout.height, self.layout.width, self.layout.channels],
-                "bytes": self.layout.bytes}
+                "bytes": self.layout.bytes,
+                "unfold": self.unfold.as_dict() if self.unfold else None}
 
 
 @dataclass
@@ -185,8 +190,10 @@ def load_image(directory, *, verify=True):
         raise ImageError(f"{directory}/image.json: not a Tessera model image")
     tensors = {}
     for t in meta["tensors"]:
+        unfold = t.get("unfold")
         tensors[t["name"]] = TensorInfo(t["name"], tuple(t["shape"]), t["addr"],
-                                        TensorLayout(*t["hwc"], 8))
+                                        TensorLayout(*t["hwc"], 8),
+                                        InputUnfold.from_dict(unfold) if unfold else None)
     image = ModelImage(meta["model"], SocConfig.from_dict(meta["soc"]), data, meta["header"],
                        [LayerInfo.from_dict(d) for d in meta["layers"]], tensors,
                        meta["input"], meta["output"], meta["reuse_buffers"])
@@ -224,10 +231,16 @@ def _check_int8(graph, op):
                              "activations")
 
 
-def _plan_buffers(graph, aliases, base, reuse):
+def _plan_buffers(graph, aliases, base, reuse, unfold=None):
     """Bus addresses of every activation tensor: a first-fit plan over the tensors' lifetimes
     (layer indices, inclusive), 64-byte aligned; aliased tensors share their source's
-    buffer. Returns ({name: TensorInfo}, bytes used)."""
+    buffer (``unfold``: the network input's, which then holds the unfolded tensor). Returns
+    ({name: TensorInfo}, bytes used)."""
+    def layout(name):
+        if unfold is not None and name == graph.inputs[0]:
+            return TensorLayout(*unfold.shape, 8)
+        return TensorLayout(*tensor_shape3(graph.tensor(name).shape), 8)
+
     names = [graph.inputs[0]] + [op.output for op in graph.ops]
     birth = {graph.inputs[0]: -1}
     death = {}
@@ -255,8 +268,7 @@ def _plan_buffers(graph, aliases, base, reuse):
     for name in names:
         if name in aliases:
             continue
-        layout = TensorLayout(*tensor_shape3(graph.tensor(name).shape), 8)
-        size = _align(layout.bytes)
+        size = _align(layout(name).bytes)
         lo, hi = span[name]
         start = 0
         for p_lo, p_hi, p_start, p_end in sorted(placed, key=lambda p: p[2]):
@@ -269,8 +281,8 @@ def _plan_buffers(graph, aliases, base, reuse):
     tensors = {}
     for name in names:
         shape = tuple(graph.tensor(name).shape)
-        tensors[name] = TensorInfo(name, shape, addrs[root(name)],
-                                   TensorLayout(*tensor_shape3(shape), 8))
+        tensors[name] = TensorInfo(name, shape, addrs[root(name)], layout(name),
+                                   unfold if name == graph.inputs[0] else None)
     return tensors, total
 
 
@@ -383,6 +395,7 @@ def _accelerator_layer(graph, op, soc, k, tensors, builder):
     count, tiling text) or raises (lowering or tiling errors name the limit)."""
     from .lowering import lower_layer
     from .program import compiler_program
+    from .unfold import unfolded_program
 
     config = soc.accelerators[k]
     if isinstance(op, (g.DepthwiseConv2D, g.AveragePool2D, g.Add)):
@@ -391,8 +404,16 @@ def _accelerator_layer(graph, op, soc, k, tensors, builder):
     if isinstance(op, g.FullyConnected):
         return _fc_layer(op, layer, config, tensors, builder)
     h, w, c = tensor_shape3(graph.tensor(op.inputs[0]).shape)
-    program, tiling = compiler_program(np.zeros((h, w, c), np.int64), layer.weights,
-                                       layer.qblock, layer.command, config, name=op.name)
+    x = np.zeros((h, w, c), np.int64)
+    if tensors[op.inputs[0]].unfold is not None:
+        # the input is unfolded for this layer (decided before the buffers were planned)
+        unfolded = unfolded_program(x, layer, config, name=op.name)
+        if unfolded is None or unfolded[0] != tensors[op.inputs[0]].unfold:
+            raise ImageError(f"internal: {op.name}: its unfolded input no longer tiles")
+        _, program, tiling = unfolded
+    else:
+        program, tiling = compiler_program(x, layer.weights, layer.qblock, layer.command,
+                                           config, name=op.name)
     desc_addr, count = _relocate(program, tensors, op, builder)
     text = (f"{tiling.rows} rows x {tiling.out_channels} out x {tiling.in_channels} in"
             if hasattr(tiling, "rows") else str(tiling))
@@ -496,6 +517,43 @@ def _refuse_unsupported(graph):
         raise ImageError("the model cannot run on the SoC:\n  " + "\n  ".join(problems))
 
 
+def _input_unfold(graph, soc):
+    """The :class:`sw.unfold.InputUnfold` of the network input when its one reader is a
+    convolution that a conv2d accelerator of ``soc`` runs faster on it unfolded, else None."""
+    from .lowering import CompileError, lower_layer
+    from .unfold import unfolded_program
+
+    name = graph.inputs[0]
+    readers = [op for op in graph.ops if name in op.inputs]
+    if len(readers) != 1 or name in graph.outputs or not isinstance(readers[0], g.Conv2D):
+        return None
+    op = readers[0]
+    _, k = _accelerator_for(soc, op)
+    if k is None:
+        return None
+    try:
+        layer = lower_layer(graph, op)
+    except CompileError:
+        return None
+    x = np.zeros(tensor_shape3(graph.tensor(name).shape), np.int64)
+    unfolded = unfolded_program(x, layer, soc.accelerators[k], name=op.name)
+    return unfolded[0] if unfolded else None
+
+
+def input_bytes(image, x):
+    """The bytes of the network input ``x`` (the graph's shape, raw int8 values) as the image
+    wants them in its input buffer: HWC, or unfolded for the first layer."""
+    info = image.tensors[image.input]
+    x = np.asarray(x)
+    if tuple(x.shape) != tuple(info.shape):
+        raise ValueError(f"the model's input has shape {tuple(info.shape)}, not {x.shape}")
+    if info.unfold is not None:
+        hwc = info.unfold.apply(x.reshape(info.unfold.in_shape))
+    else:
+        hwc = x.reshape(info.layout.height, info.layout.width, info.layout.channels)
+    return info.layout.pack(hwc).astype("<u8").tobytes()
+
+
 def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
     """Compile ``model`` (a built-in name, a ``.tflite`` path or a ``sw.graph.Graph``) for SoC
     build ``soc``; returns a :class:`ModelImage`. Raises :class:`ImageError` (or the
@@ -526,7 +584,8 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
     layer_count = len(graph.ops)
     # the buffers follow the constants, whose size is known only once they are placed: plan
     # them from offset 0, place everything, then place again with the plan moved behind
-    tensors, buffer_bytes = _plan_buffers(graph, aliases, 0, reuse_buffers)
+    unfold = _input_unfold(graph, soc)
+    tensors, buffer_bytes = _plan_buffers(graph, aliases, 0, reuse_buffers, unfold)
 
     layers = []
     pending = []        # (layer index, op) of processor layers, placed after the plan moves
@@ -566,7 +625,7 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
         builder = _Builder()
         table_addr = builder.place(b"\0" * (layer_count * fmt.LAYER_ENTRY.size))
         name_addrs = [builder.place(op.name.encode() + b"\0") for op in graph.ops]
-        moved = {n: TensorInfo(t.name, t.shape, t.addr + buffer_base, t.layout)
+        moved = {n: dataclasses.replace(t, addr=t.addr + buffer_base)
                  for n, t in tensors.items()}
         for (_, op), info in zip(pending, layers):
             if info.accelerator is not None:

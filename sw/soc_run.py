@@ -23,6 +23,8 @@ from hls_ref import image as fmt
 from hls_ref.descriptor import ErrorCode
 from hls_ref.socket import SocketModel
 
+from .soc_image import input_bytes
+
 __all__ = ["LayerRecord", "ModelRun", "RunError", "format_table", "layer_multipliers",
            "layer_records", "run_golden", "run_rtl"]
 
@@ -80,15 +82,6 @@ def _read_tensor(memory, info):
     return _decode(memory[info.addr:info.addr + info.layout.bytes], info)
 
 
-def _input_bytes(image, x):
-    info = image.tensors[image.input]
-    x = np.asarray(x)
-    if tuple(x.shape) != tuple(info.shape):
-        raise ValueError(f"the model's input has shape {tuple(info.shape)}, not {x.shape}")
-    hwc = x.reshape(info.layout.height, info.layout.width, info.layout.channels)
-    return info.layout.pack(hwc).astype("<u8").tobytes()
-
-
 def _layer_tensors(image, read):
     """Every layer output that still holds its values at the end of a run (all of them
     when the image does not reuse buffers; else the output only)."""
@@ -114,7 +107,7 @@ def run_golden(image, x, *, graph=None):
     memory = np.zeros(image.header["results"] + image.results_bytes, np.uint8)
     memory[fmt.IMAGE_BASE:fmt.IMAGE_BASE + len(image.data)] = np.frombuffer(image.data, np.uint8)
     inp = image.tensors[image.input]
-    raw = _input_bytes(image, x)
+    raw = input_bytes(image, x)
     memory[inp.addr:inp.addr + len(raw)] = np.frombuffer(raw, np.uint8)
     records = []
     start = time.monotonic()
@@ -180,7 +173,7 @@ def run_rtl(image, x, *, pause=0.0, seed=1, latency=2, verify=True, print_layers
                                           flags=flags)
     inp = image.tensors[image.input]
     loads = [(0, boot_block(firmware.read_bytes())), (fmt.RUN_BLOCK, run_block),
-             (fmt.IMAGE_BASE, image.data), (inp.addr, _input_bytes(image, x))]
+             (fmt.IMAGE_BASE, image.data), (inp.addr, input_bytes(image, x))]
     buffers = image.header["buffers"]
     dumps = {"buffers": (buffers, image.header["buffer_bytes"]),
              "results": (image.header["results"], image.results_bytes)}

@@ -224,7 +224,9 @@ async def back_to_back_lists(dut):
 
 #: Layers of ``real_layers`` in the CI tier: the first conv of each model (a 3-channel RGB
 #: input, DS-CNN's one-channel 10x4 input, VWW's stride-2 input layer).
-FIRST_LAYERS = {"resnet8": ("00_conv_2d",), "dscnn": ("00_conv_2d",), "vww": ("00_conv_2d",)}
+#: The first layers, on their network input as it is and unfolded (``sw.unfold``).
+FIRST_LAYERS = {model: ("00_conv_2d", "00_conv_2d unfolded")
+                for model in ("resnet8", "dscnn", "vww")}
 
 
 @cocotb.test()
@@ -232,14 +234,16 @@ async def real_layers(dut):
     """Conv layers of ResNet-8, DS-CNN and VWW with their real weights, tiled by the compiler
     for this build, bit-exact against the golden model (itself bit-exact with LiteRT).
 
-    ``TESSERA_REAL_LAYERS=all`` runs every conv layer, else the first of each model. Icarus
-    runs each list's first ``TESSERA_REAL_PREFIX`` commands (default 2; it simulates about
-    a hundred times slower than Verilator)."""
+    ``TESSERA_REAL_LAYERS=all`` runs every conv layer, else the first of each model (on
+    its input as it is and unfolded, as the model image runs it). Icarus runs each list's
+    first ``TESSERA_REAL_PREFIX`` commands (default 2; it simulates about a hundred times
+    slower than Verilator)."""
     config, host = await start(dut, cocotb.RANDOM_SEED)
     everything = os.environ.get("TESSERA_REAL_LAYERS") == "all"
     prefix = int(os.environ.get("TESSERA_REAL_PREFIX", "2"))
     for model, names in FIRST_LAYERS.items():
-        for name, program, _, want in model_conv_programs(model, config):
+        plain_first = model_conv_programs(model, config, unfold_input=False)[:1]
+        for name, program, _, want in plain_first + model_conv_programs(model, config):
             if not everything and name not in names:
                 continue
             if cocotb.SIM_NAME.lower().startswith("icarus"):
