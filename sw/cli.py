@@ -255,6 +255,11 @@ def cmd_compile(args):
     print(f"{image.model}: {len(image.layers)} layers, {len(image.data):,} bytes of constants "
           f"(checksum {image.header['checksum_a']:08x}{image.header['checksum_b']:08x}), "
           f"{image.header['buffer_bytes']:,} bytes of activation buffers")
+    inp = image.tensors[image.input]
+    if inp.unfold is not None:
+        lay = inp.layout
+        print(f"input {image.input}: written unfolded for its convolution ({lay.height} x "
+              f"{lay.width} x {lay.channels}, {lay.bytes:,} bytes; docs/formats.md section 1c)")
     print("| # | layer | op | engine | descriptors | tiling / why on the processor |")
     print("|---:|---|---|---|---:|---|")
     for i, layer in enumerate(image.layers):

@@ -100,19 +100,19 @@ def test_model_image_writes_and_runs_the_unfolded_input(model, tmp_path):
     assert input_bytes(loaded, x) == raw
 
 
-def test_builds_without_a_conv2d_datapath_keep_the_input():
-    """No conv2d accelerator for the first layer: the input stays HWC."""
-    from sw.soc_image import _input_unfold
-    from sw.tflite_import import load_model
+def test_builds_without_a_conv2d_datapath_keep_the_input(tmp_path, capsys):
+    """No conv2d accelerator for the first layer: the input stays HWC; with one, ``tessera
+    compile`` says how the input is to be written."""
+    from hls_ref.config import SocConfig
+    from sw.cli import main
+    from sw.soc_image import compile_model
 
-    class NoConv:
-        accelerators = [DEFAULT_CONFIG]
-
-        @staticmethod
-        def find(datapath):
-            return []
-
-    assert _input_unfold(load_model("resnet8"), NoConv) is None
+    image = compile_model("resnet8", SocConfig(accelerators=()))
+    assert image.tensors[image.input].unfold is None
+    assert image.tensors[image.input].layout.bytes == 32 * 32 * 4
+    assert main(["compile", "resnet8", "-o", str(tmp_path)]) == 0
+    assert ("written unfolded for its convolution (32 x 32 x 27, 32,768 bytes"
+            in capsys.readouterr().out)
 
 
 def test_first_layer_programs_count_the_layers_macs():
