@@ -9,7 +9,7 @@ clock-to-output delay (5.8 ns) to whatever takes the word. The accelerators' PLM
 it: a loader writes one bank while the core reads the other, and a bank is written again only
 after the command reading it has finished. :class:`DualPortRAM` states that to synthesis: the
 memory is read asynchronously into a register and carries Yosys's ``no_rw_check`` attribute,
-so the register becomes the block RAM's output register and the collision is left undefined.
+so the register becomes the block RAM's own synchronous read and the collision is left undefined.
 Simulation is unchanged: the register takes the old word, as the synchronous port would.
 """
 
