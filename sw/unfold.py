@@ -15,7 +15,7 @@ whose weights sit at its own columns of the field (zeros elsewhere). Its output 
 bytes as the layer's (``(out_h, out_w / group, group O)`` and ``(out_h, out_w, O)`` address
 every element alike when both layouts have no channel filler).
 
-The input's DRAM bytes grow (ResNet-8: 3 KiB to 32 KiB) and the arithmetic is unchanged
+The input buffer grows (ResNet-8: 4 KiB to 32 KiB) and the arithmetic is unchanged
 (padding is the input zero point, as the layer's; the folded bias is per output channel).
 """
 
