@@ -4,8 +4,8 @@
 build that runs its op, else the processor, with the reason), plans the activation buffers,
 lowers every accelerator layer to its descriptor list through the public builders of
 ``sw.program`` / ``sw.lowering`` (the compiler's tiling for the build; a first convolution
-over a network input of few channels reads that input unfolded, ``sw.unfold``, and whoever
-writes the input writes it so: :func:`input_bytes`), lays out the processor
+may read the network input unfolded, ``sw.unfold``, and whoever writes the input writes it
+so: :func:`input_bytes`), lays out the processor
 layers' parameter blocks, weights and quantization blocks, and writes the layer table, the
 layer names and the checksum. :class:`ModelImage` is the result; :meth:`ModelImage.save` writes
 ``image.bin`` (the constant bytes, loaded at ``IMAGE_BASE``) and ``image.json`` (the layer
@@ -234,7 +234,7 @@ def _check_int8(graph, op):
 def _plan_buffers(graph, aliases, base, reuse, unfold=None):
     """Bus addresses of every activation tensor: a first-fit plan over the tensors' lifetimes
     (layer indices, inclusive), 64-byte aligned; aliased tensors share their source's
-    buffer (``unfold``: the network input's, which then holds the unfolded tensor). Returns
+    buffer. With ``unfold`` the network input's buffer holds the unfolded tensor. Returns
     ({name: TensorInfo}, bytes used)."""
     def layout(name):
         if unfold is not None and name == graph.inputs[0]:
@@ -519,7 +519,8 @@ def _refuse_unsupported(graph):
 
 def _input_unfold(graph, soc):
     """The :class:`sw.unfold.InputUnfold` of the network input when its one reader is a
-    convolution that a conv2d accelerator of ``soc`` runs faster on it unfolded, else None."""
+    convolution that a conv2d accelerator of ``soc`` runs in fewer operand cycles on it
+    unfolded (``sw.unfold.choose_unfold``), else None."""
     from .lowering import CompileError, lower_layer
     from .unfold import unfolded_program
 
@@ -634,6 +635,10 @@ def compile_model(model, soc=DEFAULT_SOC, *, reuse_buffers=True, log=None):
                         graph, op, soc, info.accelerator, moved, builder)
                     continue
                 except (CompileError, TilingError, ProgramError) as error:
+                    if getattr(moved.get(op.inputs[0]), "unfold", None) is not None:
+                        # the processor's kernels read HWC: an unfolded input cannot fall back
+                        raise ImageError(f"internal: {op.name}: its unfolded input was planned "
+                                         f"but the layer does not lower ({error})") from error
                     info.engine = fmt.Engine.PROCESSOR
                     info.reason = fmt.Reason.UNSUPPORTED
                     info.why = f"the accelerator cannot run it: {error}"

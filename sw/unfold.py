@@ -1,7 +1,7 @@
 """The network input unfolded for its first convolution (im2col where the input is written).
 
-A first layer has 1-3 input channels: at 8 bits its pixel fills one or two ST words, half or
-three quarters of their slots, so the PE array does 50-75% of the products it could (and a
+A first layer has 1-3 input channels: at 8 bits a pixel of one or three fills half or three
+quarters of its ST words' slots, so the PE array does 50-75% of the products it could (and a
 layer with fewer output channels than PEs leaves PEs idle as well). The network's input is
 written by whoever runs the model (the host tool over the UART, the simulation's loader), so
 it can be written in the layout the first layer wants: :class:`InputUnfold` writes, for every
@@ -42,6 +42,11 @@ class InputUnfold:
     padding: tuple       # (top, bottom, left, right)
     pad_value: int       # the input zero point (raw)
     group: int           # output pixels per unfolded pixel, along a row
+
+    def __post_init__(self):
+        if self.group < 1 or self.out_hw[1] % self.group:
+            raise ValueError(f"group {self.group} does not divide the {self.out_hw[1]} output "
+                             "columns")
 
     @property
     def out_hw(self):
@@ -135,8 +140,10 @@ def operand_cycles(command, in_shape, out_channels, pes):
 
 
 def _same_bytes(out_hw, out_channels, group, bits):
-    """Whether ``(out_h, out_w, O)`` and ``(out_h, out_w / group, group O)`` place every
-    element at the same address."""
+    """Whether ``(out_h, out_w, O)`` and ``(out_h, out_w / group, group O)`` tensors of
+    ``bits``-bit values place every element at the same address (group 1: the same tensor)."""
+    if group == 1:
+        return True
     ho, wo = out_hw
     plain = TensorLayout(ho, wo, out_channels, bits)
     grouped = TensorLayout(ho, wo // group, group * out_channels, bits)
@@ -147,9 +154,11 @@ def _same_bytes(out_hw, out_channels, group, bits):
 def choose_unfold(command, in_shape, out_channels, pes):
     """The :class:`InputUnfold` of a convolution with input ``in_shape`` ``(H, W, C)`` and
     ``out_channels`` on a build of ``pes`` PEs, or None when unfolding does not take at most
-    :data:`WORTH` of the layer's operand cycles (e.g. a layer with 8 or more channels). The
-    group is the one of fewest operand cycles (the smallest on a tie) among those whose
-    output keeps its bytes."""
+    :data:`WORTH` of the layer's operand cycles (e.g. a 3x3 layer of 8 channels into as many
+    outputs as PEs: full ST words already). The group is the one of fewest operand cycles
+    (the smallest on a tie) among those whose output keeps its bytes. Operand cycles alone
+    decide: the unfolded input is larger (ResNet-8's 8x), its loads hidden behind compute on
+    the MLPerf Tiny first layers (``docs/results.md``)."""
     p = Precision.parse(command.precision)
     limit = WORTH * operand_cycles(command, in_shape, out_channels, pes)
     best, best_cycles = None, None

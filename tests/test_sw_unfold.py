@@ -9,10 +9,11 @@ import pytest
 
 from hls_ref import Precision
 from hls_ref.config import DEFAULT_CONFIG
+from hls_ref.formats import TensorLayout
 from hls_ref.invocation import Command
 from sw.fixtures import random_conv
 from sw.program import conv2d_program
-from sw.unfold import InputUnfold, choose_unfold, operand_cycles
+from sw.unfold import InputUnfold, _same_bytes, choose_unfold, operand_cycles
 
 CASES = [  # (size, cin, cout, kernel, stride, padding, group)
     ((9, 10), 3, 16, (3, 3), (1, 1), (1, 1, 1, 1), 1),
@@ -44,9 +45,12 @@ def test_unfolded_layer_writes_the_layers_output_bytes(case, precision):
     memory, status = program.run_golden()
     assert status.done and not status.error, status
     got = program.output(memory)
-    # the same elements at the same addresses: the reshape of the layer's output
     assert got.shape == unfold.out_shape(cout)
     np.testing.assert_array_equal(got.reshape(ho, wo, cout), want)
+    # the same bytes as the layer's output tensor
+    assert _same_bytes((ho, wo), cout, group, 8)
+    written = memory[program.out_addr:program.out_addr + program.out_layout.bytes]
+    assert written.tobytes() == TensorLayout(ho, wo, cout, 8).pack(want).astype("<u8").tobytes()
 
 
 def test_unfold_round_trips_through_its_dictionary():
@@ -56,8 +60,8 @@ def test_unfold_round_trips_through_its_dictionary():
 
 def test_choice_follows_operand_cycles():
     """The MLPerf Tiny first layers' shapes on 16 PEs: ResNet-8 (3 channels, 16 out) and
-    DS-CNN (1 channel, 64 out) unfold alone, VWW (3 channels, 8 out) in pairs of pixels;
-    a layer of 8 channels or more, or a pointwise one, stays as it is."""
+    DS-CNN (1 channel, 64 out) unfold alone, VWW (3 channels, 8 out) in pairs of pixels; a
+    3x3 layer of 8 channels into 16 (full ST words), or a pointwise one, stays as it is."""
     def choose(shape, cout, kernel, stride, pad, pes=16):
         cmd = Command(Precision.A8W8, 8, kernel, stride, pad, -128)
         return choose_unfold(cmd, shape, cout, pes)
@@ -73,6 +77,13 @@ def test_choice_follows_operand_cycles():
     assert operand_cycles(cmd, (96, 96, 3), 8, 16) == 41_472
     assert choose((16, 16, 8), 16, (3, 3), (1, 1), (1, 1, 1, 1)) is None
     assert choose((16, 16, 3), 16, (1, 1), (1, 1), (0, 0, 0, 0)) is None
+    # an output with channel filler (12 of 16) unfolds alone; 6 outputs cannot be paired
+    # (6 and 12 channels: 8 and 16 bytes a pixel) and unfold alone as well
+    assert choose((32, 32, 3), 12, (3, 3), (1, 1), (1, 1, 1, 1)).group == 1
+    assert not _same_bytes((32, 32), 6, 2, 8) and _same_bytes((32, 32), 8, 2, 8)
+    assert choose((32, 32, 3), 6, (3, 3), (1, 1), (1, 1, 1, 1)).group == 1
+    with pytest.raises(ValueError, match="group 3 does not divide the 32 output columns"):
+        InputUnfold((32, 32, 3), (3, 3), (1, 1), (1, 1, 1, 1), 0, 3)
 
 
 @pytest.mark.parametrize("model", ["resnet8", "vww"])
