@@ -34,13 +34,13 @@ class DualPortRAM(wiring.Component):
         The word at ``rd.addr`` one cycle later, when ``rd.en`` was 1; ``rd.data`` holds its
         value while ``rd.en`` is 0.
 
-    The user guarantees that ``rd`` never addresses, in a cycle with ``rd.en``, the word that
-    ``wr`` writes in that cycle: what such a read returns on an FPGA is undefined.
+    A read of the word ``wr`` writes in the same cycle returns an undefined word on an FPGA:
+    the user guarantees that no such read is used (the conv2d core's reads while idle are not).
     """
 
     def __init__(self, *, shape, depth, granularity=None):
         self._shape = Shape.cast(shape)
-        self._depth = check_int("depth", depth, minimum=2)
+        self._depth = check_int("depth", depth, minimum=1)
         self._granularity = granularity
         addr_width = address_bits(depth)
         super().__init__({

@@ -1,10 +1,10 @@
-"""Private local memories (PLMs) of the accelerators, built on ``lib.memory``.
+"""Private local memories (PLMs) of the accelerators, built on :mod:`hdl.block_ram`.
 
 Each PLM holds two banks (ping-pong) in one memory: the bank bit is the top address bit, so
 the loader fills one bank through the write port while the compute core reads the other
 through the read port, and a single dual-port block RAM serves both. A word is never read in
-the cycle it is written (:class:`hdl.block_ram.DualPortRAM`): the user loads a bank only while
-no command reads it.
+the cycle it is written and used (:class:`hdl.block_ram.DualPortRAM`): the user loads a bank
+only while no command reads it.
 
 :class:`InputPLM` is four 16-bit lanes interleaved by word address: a loader writes up to four
 consecutive words per cycle (one 64-bit beat) starting at any word address, while the core

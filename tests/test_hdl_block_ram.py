@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The PLMs' dual-port RAM: reads and writes as a synchronous ``lib.memory`` port pair does
-(against a dictionary, with random enables, byte lanes and reads of just-written words), and
-on the ECP5 nothing but block RAM (no collision logic after its outputs)."""
+(against a dictionary, with random enables and byte lanes; beside such a port, collisions
+included), and on the ECP5 nothing but block RAM (no collision logic after its outputs)."""
 
 import json
 import random
@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 from amaranth.back import rtlil
-from amaranth.hdl import unsigned
+from amaranth.hdl import Module, unsigned
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from hdl.block_ram import DualPortRAM
+from hdl.params import address_bits
 from hdl.plm import InputPLM
 from hdl.target import Target
 
@@ -53,6 +56,63 @@ def test_reads_the_written_words_and_holds_without_enable(seed):
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
+
+
+class _BothPorts(wiring.Component):
+    """:class:`DualPortRAM` beside a ``lib.memory`` synchronous read port on the same writes
+    and reads."""
+
+    def __init__(self, depth, lanes):
+        sig = {"addr": unsigned(address_bits(depth)), "data": unsigned(16 * lanes)}
+        super().__init__({"w_addr": In(sig["addr"]), "w_data": In(sig["data"]),
+                          "w_en": In(lanes), "r_addr": In(sig["addr"]), "r_en": In(1),
+                          "ours": Out(sig["data"]), "plain": Out(sig["data"])})
+        self._depth, self._lanes = depth, lanes
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.ours = ours = DualPortRAM(shape=unsigned(16 * self._lanes),
+                                               depth=self._depth, granularity=16)
+        m.submodules.plain = plain = memory.Memory(shape=unsigned(16 * self._lanes),
+                                                   depth=self._depth, init=[])
+        wr, rd = plain.write_port(granularity=16), plain.read_port()
+        for port in (ours.wr, wr):
+            m.d.comb += [port.addr.eq(self.w_addr), port.data.eq(self.w_data),
+                         port.en.eq(self.w_en)]
+        for port in (ours.rd, rd):
+            m.d.comb += [port.addr.eq(self.r_addr), port.en.eq(self.r_en)]
+        m.d.comb += [self.ours.eq(ours.rd.data), self.plain.eq(rd.data)]
+        return m
+
+
+def test_simulates_as_a_synchronous_read_port_even_on_collisions():
+    """Simulation keeps ``lib.memory``'s rule (the old word) when a read meets a write of its
+    word: only synthesis is told the case does not matter."""
+    rng = random.Random(3)
+    depth, lanes = 16, 4
+    dut = _BothPorts(depth, lanes)
+    collisions = 0
+
+    async def bench(ctx):
+        nonlocal collisions
+        for cycle in range(1000):
+            w_addr, r_addr = rng.randrange(depth), rng.randrange(depth)
+            if rng.random() < 0.4:
+                r_addr = w_addr
+            w_en = rng.randrange(1 << lanes)
+            collisions += bool(w_en) and r_addr == w_addr
+            for name, value in (("w_addr", w_addr), ("w_data", rng.getrandbits(16 * lanes)),
+                                ("w_en", w_en), ("r_addr", r_addr),
+                                ("r_en", rng.random() < 0.7)):
+                ctx.set(getattr(dut, name), value)
+            await ctx.tick()
+            assert ctx.get(dut.ours) == ctx.get(dut.plain), f"cycle {cycle}"
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert collisions > 200
 
 
 def _cells(dut, tmp_path):
