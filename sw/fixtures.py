@@ -83,14 +83,16 @@ def random_splits(rng, total, multiple=1, most=3):
     return tuple(sorted(rng.choice(candidates, k, replace=False).tolist()))
 
 
-def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=True):
+def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=True,
+                        plain_first=False):
     """Every Conv2D layer of a built-in model (``resnet8``, ``dscnn``, ``vww``) as a program
     with the layer's real weights and quantization, its input taken from a golden-model run
     of the network on a seeded random input, tiled by the compiler for ``config``.
 
     With ``unfold_input`` the layer that reads the network input runs on it unfolded when
     the model image would (``sw.unfold``; named ``"<layer> unfolded"``, its reference in the
-    unfolded layer's output shape, the same bytes).
+    unfolded layer's output shape, the same bytes); ``plain_first`` adds that layer as it is
+    before it.
 
     Returns ``[(layer name, program, tiling, reference output)]``; the reference is the
     golden model's output of the layer (bit-exact with LiteRT, ``docs/results.md``)."""
@@ -114,14 +116,14 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=Tr
         readers = [other for other in graph.ops if graph.input.name in other.inputs]
         unfolded = (unfold_input and readers == [op]
                     and unfolded_program(x, layer, config, name=op.name, seed=seed))
+        if not unfolded or plain_first:
+            program, tiling = compiler_program(x, layer.weights, layer.qblock, layer.command,
+                                               config, name=op.name, seed=seed)
+            programs.append((op.name, program, tiling, want))
         if unfolded:
             unfold, program, tiling = unfolded
             programs.append((f"{op.name} unfolded", program, tiling,
                              want.reshape(unfold.out_shape(want.shape[-1]))))
-            continue
-        program, tiling = compiler_program(x, layer.weights, layer.qblock, layer.command,
-                                           config, name=op.name, seed=seed)
-        programs.append((op.name, program, tiling, want))
     return programs
 
 

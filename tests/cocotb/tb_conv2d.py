@@ -223,8 +223,8 @@ async def back_to_back_lists(dut):
 
 
 #: Layers of ``real_layers`` in the CI tier: the first conv of each model (a 3-channel RGB
-#: input, DS-CNN's one-channel 10x4 input, VWW's stride-2 input layer).
-#: The first layers, on their network input as it is and unfolded (``sw.unfold``).
+#: input, DS-CNN's one-channel 10x4 input, VWW's stride-2 input layer), on the network input
+#: as it is and unfolded (``sw.unfold``), as the model image runs it.
 FIRST_LAYERS = {model: ("00_conv_2d", "00_conv_2d unfolded")
                 for model in ("resnet8", "dscnn", "vww")}
 
@@ -242,8 +242,7 @@ async def real_layers(dut):
     everything = os.environ.get("TESSERA_REAL_LAYERS") == "all"
     prefix = int(os.environ.get("TESSERA_REAL_PREFIX", "2"))
     for model, names in FIRST_LAYERS.items():
-        plain_first = model_conv_programs(model, config, unfold_input=False)[:1]
-        for name, program, _, want in plain_first + model_conv_programs(model, config):
+        for name, program, _, want in model_conv_programs(model, config, plain_first=True):
             if not everything and name not in names:
                 continue
             if cocotb.SIM_NAME.lower().startswith("icarus"):
