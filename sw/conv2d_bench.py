@@ -408,8 +408,8 @@ def _section(tables, heading, *, intro):
              "MAC per command boundary; fill + drain = cycles before the first and after the "
              "last MAC. A layer named `unfolded` reads the network input unfolded, as the "
              "model image has it (`sw/unfold.py`: a 1x1 convolution over every output "
-             "pixel's receptive field, or a pair's); its MACs are the layer's, not counting "
-             "the unfolded layer's zero weights. Bit-exact: the memory "
+             "pixel's receptive field, or of `group` adjacent pixels'); its MACs are the "
+             "layer's, not counting the unfolded layer's zero weights. Bit-exact: the memory "
              "image after the run equals the golden model's (and the golden output equals the "
              "reference: LiteRT-exact golden models for the MLPerf layers, numpy otherwise)."]
     default, budget = DEFAULT_CONFIG, DSP_BUDGET_CONFIG
@@ -423,7 +423,8 @@ def _section(tables, heading, *, intro):
                   f"build ({budget.pes} PEs of {budget.pe_multiplier}, {budget.dsp_blocks} DSP "
                   "blocks, a8w8, real weights)", "",
                   "The same PE array DSP blocks as 16 PEs of four blocks each; a layer with "
-                  "fewer output channels than PEs leaves the others idle.", "",
+                  "fewer output channels than PEs leaves the others idle (an unfolded first "
+                  "layer fewer: its adjacent output pixels share the array).", "",
                   tables["mlperf-p32"]]
     if "precision" in tables:
         parts += ["", "### Precision sweep: 32x32x16 -> 16, 3x3 (ResNet-8's second layer "
@@ -473,7 +474,8 @@ def _section(tables, heading, *, intro):
                   f"({wide.dsp_blocks} DSP blocks, a8w8, real weights)", "",
                   "The same layers as the first table, tiled by the compiler for the 64-PE "
                   "build; a layer with fewer output channels than PEs leaves the others "
-                  "idle.", "", tables["mlperf-p64"]]
+                  "idle (an unfolded first layer fewer: its adjacent output pixels share the "
+                  "array).", "", tables["mlperf-p64"]]
     if "overhead" in tables:
         parts += ["", "### Per-command overhead: the a8w8 sweep layer in more and more row "
                   "stripes", "",
