@@ -100,7 +100,7 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=Tr
     from sw.golden import run_graph
     from sw.lowering import lower_layer
     from sw.tflite_import import load_model
-    from sw.unfold import unfolded_program
+    from sw.unfold import input_reader, unfolded_program
 
     graph = load_model(model)
     rng = np.random.default_rng(seed)
@@ -108,17 +108,17 @@ def model_conv_programs(model, config=DEFAULT_CONFIG, *, seed=0, unfold_input=Tr
     _, runs = run_graph(graph, x)
     values = {graph.input.name: x} | {r.op.output: r.output for r in runs}
     programs = []
+    first = input_reader(graph) if unfold_input else None
     for op in graph.ops:
         if not isinstance(op, g.Conv2D):
             continue
         layer = lower_layer(graph, op)
-        x, want = np.asarray(values[op.inputs[0]])[0], np.asarray(values[op.output])[0]
-        readers = [other for other in graph.ops if graph.input.name in other.inputs]
-        unfolded = (unfold_input and readers == [op]
-                    and unfolded_program(x, layer, config, name=op.name, seed=seed))
+        x_op, want = np.asarray(values[op.inputs[0]])[0], np.asarray(values[op.output])[0]
+        unfolded = op is first and unfolded_program(x_op, layer, config, name=op.name,
+                                                    seed=seed)
         if not unfolded or plain_first:
-            program, tiling = compiler_program(x, layer.weights, layer.qblock, layer.command,
-                                               config, name=op.name, seed=seed)
+            program, tiling = compiler_program(x_op, layer.weights, layer.qblock,
+                                               layer.command, config, name=op.name, seed=seed)
             programs.append((op.name, program, tiling, want))
         if unfolded:
             unfold, program, tiling = unfolded

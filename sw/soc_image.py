@@ -522,21 +522,17 @@ def _input_unfold(graph, soc):
     convolution that a conv2d accelerator of ``soc`` runs in fewer operand cycles on it
     unfolded (``sw.unfold.choose_unfold``), else None."""
     from .lowering import CompileError, lower_layer
-    from .unfold import unfolded_program
+    from .unfold import input_reader, unfolded_program
 
-    name = graph.inputs[0]
-    readers = [op for op in graph.ops if name in op.inputs]
-    if len(readers) != 1 or name in graph.outputs or not isinstance(readers[0], g.Conv2D):
-        return None
-    op = readers[0]
-    _, k = _accelerator_for(soc, op)
+    op = input_reader(graph)
+    _, k = _accelerator_for(soc, op) if op is not None else (None, None)
     if k is None:
         return None
     try:
         layer = lower_layer(graph, op)
     except CompileError:
         return None
-    x = np.zeros(tensor_shape3(graph.tensor(name).shape), np.int64)
+    x = np.zeros(tensor_shape3(graph.input.shape), np.int64)
     unfolded = unfolded_program(x, layer, soc.accelerators[k], name=op.name)
     return unfolded[0] if unfolded else None
 

@@ -26,7 +26,7 @@ import numpy as np
 from hls_ref.formats import QuantBlock, TensorLayout
 from hls_ref.precision import Precision
 
-__all__ = ["InputUnfold", "choose_unfold", "operand_cycles", "unfolded_program"]
+__all__ = ["InputUnfold", "choose_unfold", "input_reader", "operand_cycles", "unfolded_program"]
 
 #: An unfolded first layer must need at most this share of the plain layer's operand cycles.
 WORTH = 0.9
@@ -120,6 +120,18 @@ class InputUnfold:
     def from_dict(cls, d):
         return cls(tuple(d["in_shape"]), tuple(d["kernel"]), tuple(d["stride"]),
                    tuple(d["padding"]), d["pad_value"], d["group"])
+
+
+def input_reader(graph):
+    """The convolution that may read ``graph``'s input unfolded: the input's one reader, when
+    that is a Conv2D and the input is not also a graph output; else None."""
+    from .graph import Conv2D
+
+    name = graph.inputs[0]
+    readers = [op for op in graph.ops if name in op.inputs]
+    if len(readers) != 1 or name in graph.outputs or not isinstance(readers[0], Conv2D):
+        return None
+    return readers[0]
 
 
 def operand_cycles(command, in_shape, out_channels, pes):

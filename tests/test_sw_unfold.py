@@ -137,3 +137,18 @@ def test_first_layer_programs_count_the_layers_macs():
     memory, status = program.run_golden()
     assert status.done and not status.error
     np.testing.assert_array_equal(program.output(memory), want)
+
+
+def test_only_a_lone_convolution_reads_the_input_unfolded():
+    """The network input's one reader, a Conv2D: ResNet-8's first layer; not when a second
+    layer reads the input too, nor when the input is also a graph output."""
+    import dataclasses
+
+    from sw.tflite_import import load_model
+    from sw.unfold import input_reader
+
+    graph = load_model("resnet8")
+    assert input_reader(graph) is graph.ops[0]
+    second = dataclasses.replace(graph.ops[1], inputs=(graph.inputs[0], *graph.ops[1].inputs[1:]))
+    assert input_reader(dataclasses.replace(graph, ops=[graph.ops[0], second])) is None
+    assert input_reader(dataclasses.replace(graph, outputs=graph.inputs)) is None
