@@ -135,6 +135,13 @@ class ConvCore(wiring.Component):
     multiplier : str
         How the ST multipliers are built: ``"lut"``, ``"dsp4"`` or ``"dsp2"`` (see
         :class:`~hdl.st_multiplier.STMultiplier`).
+    in_latency : int
+        Cycles from an input PLM address to its word (1 or 2).
+    w_stages : int
+        Registers on the weight PLM's row before the operand register (0 to 2; default
+        ``in_latency - 1``, at least that). The input word and its tap's flags wait to match,
+        so operands meet ``1 + w_stages`` cycles after their addresses. Two let the weight
+        block RAMs, at the die's edge, drive a register beside them.
 
     Members
     -------
@@ -159,7 +166,7 @@ class ConvCore(wiring.Component):
         ``in_latency`` cycles (1 or 2) after its address.
     w_rd : ``In(ReadPort.Signature)``
         Weight PLM, ``pes`` words, bank bit on top of the row address; the row arrives the
-        cycle after its address (with ``in_latency`` 2 the core registers it once more).
+        cycle after its address, and the core registers it ``w_stages`` times more.
     acc_rd, acc_wr : ``In(ReadPort.Signature)``, ``In(WritePort.Signature)``
         Accumulator PLM, ``pes`` sums, bank bit on top of the row address; the read data
         arrives ``acc_latency`` cycles (1 or 2) after its address (the core adds a cycle to
@@ -168,7 +175,7 @@ class ConvCore(wiring.Component):
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
                  precisions=tuple(Precision), stages=2, multiplier="lut", in_latency=1,
-                 acc_latency=1):
+                 w_stages=None, acc_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
@@ -177,6 +184,8 @@ class ConvCore(wiring.Component):
         self._stages = check_int("stages", stages, minimum=0, maximum=MAX_STAGES)
         self._multiplier = check_multiplier(multiplier)
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
+        self._w_stages = check_int("w_stages", in_latency - 1 if w_stages is None else w_stages,
+                                   minimum=in_latency - 1, maximum=2)
         self._acc_latency = check_int("acc_latency", acc_latency, minimum=1, maximum=2)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
@@ -203,6 +212,16 @@ class ConvCore(wiring.Component):
     def in_latency(self):
         """Cycles from an input PLM address to its word (1 or 2)."""
         return self._in_latency
+
+    @property
+    def w_stages(self):
+        """Registers on the weight PLM's row inside the core (0 to 2)."""
+        return self._w_stages
+
+    @property
+    def operand_latency(self):
+        """Cycles from the PLM addresses to the operand register's input: ``1 + w_stages``."""
+        return 1 + self._w_stages
 
     @property
     def acc_latency(self):
@@ -344,21 +363,30 @@ class ConvCore(wiring.Component):
             tap.pad_word.eq(cmd.pad_word),
             tap.precision.eq(cmd.precision),
         ]
-        # a registered input PLM (``in_latency`` 2): the tap waits a cycle for its word, and
-        # the weight PLM's output meets a register with no logic
+        # the weight row passes ``w_stages`` registers with no logic between (the block RAMs'
+        # clock-to-output and the wire from them to the PE row are then separate paths); the
+        # tap and the input word wait to match
         w_row = self.w_rd.data
-        if self._in_latency == 2:
-            delayed = Signal(tap_layout, name="tap2")
-            w_row = Signal.like(self.w_rd.data, name="w_row2")
-            m.d.sync += [delayed.eq(tap), w_row.eq(self.w_rd.data)]
+        for n in range(2, 2 + self._w_stages):
+            registered = Signal.like(self.w_rd.data, name=f"w_row{n}", reset_less=True)
+            m.d.sync += registered.eq(w_row)
+            w_row = registered
+        for n in range(2, 1 + self.operand_latency):
+            delayed = Signal(tap_layout, name=f"tap{n}")
+            m.d.sync += delayed.eq(tap)
             tap = delayed
+        in_word = self.in_rd.data
+        for n in range(self._in_latency + 1, 1 + self.operand_latency):
+            delayed = Signal.like(self.in_rd.data, name=f"in_word{n}", reset_less=True)
+            m.d.sync += delayed.eq(in_word)
+            in_word = delayed
         # the operands are registered before the PE row: the block RAMs' clock-to-output delay
         # and the lane and pad multiplexers would otherwise add to the multipliers' first stage
         operands = Signal.like(pe_row.i.payload, reset_less=True)
         valid_op = Signal()
         m.d.sync += [
             valid_op.eq(tap.valid),
-            operands.a.eq(Mux(tap.padded, tap.pad_word, self.in_rd.data)),
+            operands.a.eq(Mux(tap.padded, tap.pad_word, in_word)),
             operands.b.eq(w_row),
             operands.precision.eq(tap.precision),
             operands.clear.eq(tap.clear),

@@ -152,14 +152,16 @@ class ConvDatapath(wiring.Component):
         w_bits, acc_bits = address_bits(w_rows), address_bits(acc_rows)
 
         # --- blocks ---------------------------------------------------------------------------
-        # the input PLM registers its block RAMs' outputs (see hdl.plm); the core aligns
+        # the input PLM registers its block RAMs' outputs (see hdl.plm); the core registers the
+        # weight PLM's row twice (its block RAMs sit far from the PE row) and aligns the word
         m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2,
                                                 write_latency=1)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
                                             stages=self._pe_stages,
                                             multiplier=config.pe_multiplier,
-                                            in_latency=in_plm.read_latency, acc_latency=2)
+                                            in_latency=in_plm.read_latency, w_stages=2,
+                                            acc_latency=2)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages,
                                                acc_latency=2,

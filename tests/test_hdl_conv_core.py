@@ -58,8 +58,8 @@ def pad_word(value, precision):
 
 
 def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks,
-             multiplier="lut", in_latency=1, acc_latency=1, pes=4, in_words=512, w_rows=256,
-             acc_rows=128):
+             multiplier="lut", in_latency=1, w_stages=None, acc_latency=1, pes=4, in_words=512,
+             w_rows=256, acc_rows=128):
     """Simulate one command; returns (accumulators (Ho, Wo, P), cycles from start to done,
     MAC cycles)."""
     p = precision
@@ -82,7 +82,8 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
     for r, row in enumerate(flat_prev):
         acc_init[acc_bank * acc_rows + r] = [int(v) for v in row]
     core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
-                    multiplier=multiplier, in_latency=in_latency, acc_latency=acc_latency)
+                    multiplier=multiplier, in_latency=in_latency, w_stages=w_stages,
+                    acc_latency=acc_latency)
     dut = CoreHarness(core, in_init, w_init, acc_init)
     result = {}
 
@@ -168,16 +169,19 @@ def test_core_matches_golden(case, acc_flag):
     multiplier = ("lut", "dsp4", "dsp2")[(2 * case + acc_flag) % 3]
     in_latency = 1 + case % 2          # a plain and a registered input PLM
     acc_latency = 1 + (case // 2) % 2  # a plain and a registered accumulator PLM
+    w_stages = 2 if case % 3 == 0 else in_latency - 1   # the weight row registered twice
     got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, multiplier=multiplier,
-                                 in_latency=in_latency, acc_latency=acc_latency, **kw)
+                                 in_latency=in_latency, w_stages=w_stages,
+                                 acc_latency=acc_latency, **kw)
     want = golden(p, x, w, bias, prev, **kw)
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
     assert macs == ho * wo * kernel[0] * kernel[1] * groups
     # one MAC per cycle from the cycle after the command is taken, plus a fixed latency: the
-    # PLM read, the operand register, the PE row's input stage, the multipliers' stages and
-    # the accumulate stages' read (``acc_latency``), register and write
-    assert cycles == macs + 6 + in_latency + acc_latency
+    # PLM read and the weight row's registers (``1 + w_stages``), the operand register, the
+    # PE row's input stage, the multipliers' stages and the accumulate stages' read
+    # (``acc_latency``), register and write
+    assert cycles == macs + 7 + w_stages + acc_latency
 
 
 def random_commands(rng, count, *, pes, tiny_share=0.3):
@@ -221,14 +225,15 @@ def out_size(c):
 
 
 def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
-                     multiplier="lut", in_latency=2, acc_latency=2, seed=0):
+                     multiplier="lut", in_latency=2, w_stages=None, acc_latency=2, seed=0):
     """Offer ``commands`` to the core one after the other, each as soon as its operand bank
     (``index % 2``) is free; returns (both accumulator banks, the cycles each command was taken,
     the cycles operands entered the PE row)."""
     rng = np.random.default_rng(seed)
     biases = rng.integers(-1 << 20, 1 << 20, (2, pes))
     core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
-                    multiplier=multiplier, in_latency=in_latency, acc_latency=acc_latency)
+                    multiplier=multiplier, in_latency=in_latency, w_stages=w_stages,
+                    acc_latency=acc_latency)
     acc_init = [[int(v) for v in rng.integers(-1 << 24, 1 << 24, pes)]
                 for _ in range(2 * acc_rows)]
     dut = CoreHarness(core, [0] * (2 * in_words), [[0] * pes for _ in range(2 * w_rows)],
@@ -313,7 +318,7 @@ def test_commands_back_to_back_match_golden(trial):
     commands = random_commands(rng, 10, pes=4)
     got, want, _, _ = run_back_to_back(
         commands, multiplier=("lut", "dsp4", "dsp2")[trial % 3], in_latency=1 + trial % 2,
-        acc_latency=1 + (trial // 2) % 2, seed=trial)
+        w_stages=2 if trial >= 3 else None, acc_latency=1 + (trial // 2) % 2, seed=trial)
     for bank in range(2):
         np.testing.assert_array_equal(got[bank], want[bank], err_msg=f"trial {trial}")
 
@@ -339,8 +344,8 @@ def test_the_next_command_follows_without_a_gap():
     assert sum(macs) == operand_cycles
 
 
-@pytest.mark.parametrize("acc_latency", [1, 2])
-def test_a_chain_of_tiny_commands_adds_to_written_sums(acc_latency):
+@pytest.mark.parametrize("acc_latency, w_stages", [(1, 0), (2, 0), (2, 2)])
+def test_a_chain_of_tiny_commands_adds_to_written_sums(acc_latency, w_stages):
     """Commands of one or two output pixels of one tap, each adding to the previous one's sums
     and offered at once: each must wait until its predecessor's sums are written."""
     rng = np.random.default_rng(acc_latency)
@@ -351,5 +356,6 @@ def test_a_chain_of_tiny_commands_adds_to_written_sums(acc_latency):
                              w=rng.integers(-128, 128, (4, 1, 1, 2)), kernel=(1, 1),
                              stride=(1, 1), padding=(0, 0, 0, 0), pad_value=0,
                              acc_flag=int(index > 0), acc_bank=1))
-    got, want, _, _ = run_back_to_back(commands, acc_latency=acc_latency, in_latency=1)
+    got, want, _, _ = run_back_to_back(commands, acc_latency=acc_latency, in_latency=1,
+                                       w_stages=w_stages)
     np.testing.assert_array_equal(got[1], want[1])
