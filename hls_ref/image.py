@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 IMAGE_MAGIC = 0x474D4954          # "TIMG"
-IMAGE_VERSION = 3
+IMAGE_VERSION = 4                 # 4: the network input may be written unfolded (formats 1c)
 RUN_MAGIC = 0x4E555254            # "TRUN"
 #: Bus address of the run block and of the image.
 RUN_BLOCK = 0x000F_FFC0
