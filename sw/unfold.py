@@ -174,12 +174,13 @@ def choose_unfold(command, in_shape, out_channels, pes):
     p = Precision.parse(command.precision)
     limit = WORTH * operand_cycles(command, in_shape, out_channels, pes)
     best, best_cycles = None, None
+    fields = (tuple(in_shape), tuple(command.kernel), tuple(command.stride),
+              tuple(command.padding), int(command.pad_value))
+    ho, wo = InputUnfold(*fields, 1).out_hw
     for group in range(1, max(1, pes // out_channels) + 1):
-        unfold = InputUnfold(tuple(in_shape), tuple(command.kernel), tuple(command.stride),
-                             tuple(command.padding), int(command.pad_value), group)
-        ho, wo = unfold.out_hw
         if wo % group or not _same_bytes((ho, wo), out_channels, group, command.out_bits):
             continue
+        unfold = InputUnfold(*fields, group)
         k = unfold.shape[2]
         cycles = ho * (wo // group) * -(-k // p.lanes) * -(-group * out_channels // pes)
         if cycles <= limit and (best is None or cycles < best_cycles):

@@ -84,6 +84,10 @@ def test_choice_follows_operand_cycles():
     assert choose((32, 32, 3), 6, (3, 3), (1, 1), (1, 1, 1, 1)).group == 1
     with pytest.raises(ValueError, match="group 3 does not divide the 32 output columns"):
         InputUnfold((32, 32, 3), (3, 3), (1, 1), (1, 1, 1, 1), 0, 3)
+    # on 64 PEs the groups that do not divide the output columns are passed over (ResNet-8:
+    # 3 of 1-4; VWW: 5 and 7 of 1-8)
+    assert choose((32, 32, 3), 16, (3, 3), (1, 1), (1, 1, 1, 1), pes=64).group == 4
+    assert choose((96, 96, 3), 8, (3, 3), (2, 2), (0, 1, 0, 1), pes=64).group == 8
 
 
 @pytest.mark.parametrize("model", ["resnet8", "vww"])
