@@ -36,6 +36,8 @@ _PAGE_BEATS = BOUNDARY_BYTES // BEAT_BYTES       # beats between two 4 KiB bound
 
 def _check_field(name, value, width=None):
     """``value`` must be a non-negative integer below ``2**width`` (any size without one)."""
+    if type(value) is int and value >= 0 and (width is None or not value >> width):
+        return                                    # the common case, first (compilers' loops)
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{name} must be an integer, not {value!r}")
     if value < 0 or (width is not None and value >> width):
@@ -168,6 +170,20 @@ class DmaRequest:
         if beats:
             beats[-1] = (*beats[-1][:4], True)
         return beats
+
+    def beat_count(self):
+        """How many beats :meth:`beats` returns, without listing them: a segment starting at
+        byte lane ``lo`` covers ``(lo + seg_bytes - 1) // 8 + 1`` beats, and when both strides
+        are whole beats every segment starts at the first one's lane."""
+        if self.empty:
+            return 0
+
+        def covered(addr):
+            return (addr % BEAT_BYTES + self.seg_bytes - 1) // BEAT_BYTES + 1
+        if not (self.inner_stride % BEAT_BYTES or self.outer_stride % BEAT_BYTES):
+            return self.inner_count * self.outer_count * covered(self.addr)
+        return sum(covered(self.addr + o * self.outer_stride + i * self.inner_stride)
+                   for o in range(self.outer_count) for i in range(self.inner_count))
 
     def bursts(self, max_burst, *, addr_width=32):
         """Return every burst of the request, in order, as ``(beat, length)``."""

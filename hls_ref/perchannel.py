@@ -69,8 +69,10 @@ class PerChannelGeometry:
     seg_bytes: int       # one input pixel's DMA segment
 
 
+@lru_cache(maxsize=4096)
 def geometry(desc):
-    """The :class:`PerChannelGeometry` of a descriptor that passed the field checks."""
+    """The :class:`PerChannelGeometry` of a descriptor that passed the field checks (cached:
+    descriptors are frozen, and the compiler's estimates ask for each one's several times)."""
     mode = Mode(desc.mode)
     p = Precision(desc.precision)
     if mode == Mode.DEPTHWISE:
@@ -305,7 +307,7 @@ class PerChannelEngine:
         p = geo.precision
         x_req, second, q_req = load_requests(desc, self.section)
         loads = [req for req in (x_req, second, q_req) if req is not None]
-        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+        status.bytes_read += sum(BEAT_BYTES * req.beat_count() for req in loads)
         for req in loads:
             mem.read_request(req)
 

@@ -265,7 +265,7 @@ class ConvEngine:
         x_req, w_req, q_req = load_requests(desc, self.config)
         loads = [req for req in (x_req, w_req, q_req) if req is not None]
         # the hardware reads every beat of the three loads, erroneous or not
-        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+        status.bytes_read += sum(BEAT_BYTES * req.beat_count() for req in loads)
         for req in loads:
             mem.read_request(req)
 
@@ -349,7 +349,7 @@ class FCEngine:
         p, rows = geo.precision, geo.rows
         x_req, w_req, q_req = fc_load_requests(desc, fc)
         loads = [req for req in (x_req, w_req, q_req) if req is not None]
-        status.bytes_read += sum(BEAT_BYTES * len(req.beats()) for req in loads)
+        status.bytes_read += sum(BEAT_BYTES * req.beat_count() for req in loads)
 
         def faulty(req):
             try:

@@ -257,7 +257,7 @@ def _compute_cycles(desc, section):
 
 def _request_cycles(requests):
     """The memory answers one beat a cycle, each request after :data:`REQUEST_CYCLES`."""
-    return sum(len(r.beats()) + REQUEST_CYCLES for r in requests if r is not None)
+    return sum(r.beat_count() + REQUEST_CYCLES for r in requests if r is not None)
 
 
 def schedule_cycles(program, section):
@@ -301,7 +301,7 @@ def _dma_beats(program, section):
         requests = [r for r in load_requests(desc, section) if r is not None]
         if desc.q_flag:
             requests.append(store_request(desc))
-        beats += sum(len(r.beats()) for r in requests)
+        beats += sum(r.beat_count() for r in requests)
     return beats
 
 

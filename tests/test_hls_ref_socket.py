@@ -352,6 +352,18 @@ def test_dma_request_merges_contiguous_segments():
     assert dma_request(0, 40000, 2, 40000, 1, 0).inner_count == 2
 
 
+def test_beat_count_is_the_number_of_beats():
+    """``beat_count`` (the counters' and the compilers' estimate) against the listed beats:
+    random requests, strides of whole beats and not, empty ones."""
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        request = DmaRequest(int(rng.integers(0, 1 << 20)), int(rng.integers(0, 70)),
+                             int(rng.integers(0, 6)), int(rng.integers(0, 40)) * (
+                                 8 if rng.random() < 0.5 else 1),
+                             int(rng.integers(0, 5)), int(rng.integers(0, 400)))
+        assert request.beat_count() == len(request.beats()), request
+
+
 def test_counters_count_requests_beats():
     """Counted by hand for the two-command program: each command fetches its descriptor
     (64 B), five input rows of 8 pixels x 4 int8 channels, contiguous (160 B, 20 beats),
