@@ -343,7 +343,7 @@ class ConvCore(wiring.Component):
                 addr.eq(new.origin),
             ]
 
-        # --- stage B: PLM data arrives; operands enter the PE row a cycle later ----------
+        # --- stage B: PLM data; operands meet 1 + w_stages cycles after their addresses ----
         padded = (iy < 0) | (iy >= cmd.in_h) | (ix < 0) | (ix >= cmd.in_w)
         m.d.comb += [
             self.in_rd.addr.eq(addr | (cmd.in_bank << in_bits)),

@@ -169,7 +169,7 @@ def test_core_matches_golden(case, acc_flag):
     multiplier = ("lut", "dsp4", "dsp2")[(2 * case + acc_flag) % 3]
     in_latency = 1 + case % 2          # a plain and a registered input PLM
     acc_latency = 1 + (case // 2) % 2  # a plain and a registered accumulator PLM
-    w_stages = 2 if case % 3 == 0 else in_latency - 1   # the weight row registered twice
+    w_stages = max(in_latency - 1, case % 3)   # every allowed (in_latency, w_stages) pair
     got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, multiplier=multiplier,
                                  in_latency=in_latency, w_stages=w_stages,
                                  acc_latency=acc_latency, **kw)
@@ -262,34 +262,37 @@ def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
 
     async def bench(ctx):
         ctx.set(core.bias, [[int(b) for b in row] for row in biases])
-        cycle = 0
+        cycle = done = 0
+
+        async def tick():
+            nonlocal cycle, done
+            macs.append(ctx.get(core.mac))
+            done += ctx.get(core.done)
+            await ctx.tick()
+            cycle += 1
+
         for index, c in enumerate(commands):
             bank = index % 2
             # the bank's previous command has read its operands once its successor is taken
             # (and its last reads have returned three cycles later)
             while index >= 2 and cycle < taken[index - 1] + 3:
-                macs.append(ctx.get(core.mac))
-                await ctx.tick()
-                cycle += 1
+                await tick()
             load(ctx, bank, c)
             ctx.set(core.cmd.payload, command(bank, c))
             ctx.set(core.cmd.valid, 1)
             while not ctx.get(core.cmd.ready):
-                macs.append(ctx.get(core.mac))
-                await ctx.tick()
-                cycle += 1
+                await tick()
                 assert cycle < 100_000
             taken.append(cycle)
-            macs.append(ctx.get(core.mac))
-            await ctx.tick()
-            cycle += 1
+            await tick()
             ctx.set(core.cmd.valid, 0)
-        done = 0
         while ctx.get(core.busy):
-            done += ctx.get(core.done)
-            macs.append(ctx.get(core.mac))
-            await ctx.tick()
-            cycle += 1
+            await tick()
+        # every command pulsed ``done`` once, none after ``busy`` fell
+        assert done == len(commands)
+        for _ in range(4):
+            await tick()
+        assert done == len(commands)
         result["acc"] = [np.array([ctx.get(dut.acc_mem.data[b * acc_rows + r])
                                    for r in range(acc_rows)], np.int64) for b in range(2)]
 
@@ -342,6 +345,14 @@ def test_the_next_command_follows_without_a_gap():
     operand_cycles = 4 * 20 * 9 * 2
     assert macs[first:first + operand_cycles] == [1] * operand_cycles
     assert sum(macs) == operand_cycles
+
+
+def test_weight_stages_must_cover_the_input_latency():
+    """The input word can wait for the weight row, not the other way round."""
+    for in_latency, w_stages in ((2, 0), (1, 3), (1, -1)):
+        with pytest.raises(ValueError, match="w_stages"):
+            ConvCore(in_latency=in_latency, w_stages=w_stages)
+    assert ConvCore(in_latency=2).w_stages == 1 and ConvCore(w_stages=2).operand_latency == 3
 
 
 @pytest.mark.parametrize("acc_latency, w_stages", [(1, 0), (2, 0), (2, 2)])

@@ -354,10 +354,11 @@ def test_dma_request_merges_contiguous_segments():
 
 def test_beat_count_is_the_number_of_beats():
     """``beat_count`` (the counters' and the compilers' estimate) against the listed beats:
-    random requests, strides of whole beats and not, empty ones."""
+    random requests, strides of whole beats and not, empty ones, addresses that wrap."""
     rng = np.random.default_rng(11)
-    for _ in range(400):
-        request = DmaRequest(int(rng.integers(0, 1 << 20)), int(rng.integers(0, 70)),
+    for n in range(400):
+        base = (1 << 32) - (1 << 12) if n % 4 == 0 else 0      # segments past 2**32 wrap
+        request = DmaRequest(base + int(rng.integers(0, 1 << 20)), int(rng.integers(0, 70)),
                              int(rng.integers(0, 6)), int(rng.integers(0, 40)) * (
                                  8 if rng.random() < 0.5 else 1),
                              int(rng.integers(0, 5)), int(rng.integers(0, 400)))
