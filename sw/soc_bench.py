@@ -182,8 +182,8 @@ def soc_bench(models=MODELS, *, write_results=False, out=print):
                 "counted on the external-memory port, next to the compiler's prediction (the "
                 "same image executed on the golden models). Latency is cycles at the "
                 f"{mhz} MHz the build is timed for: the SoC's own Fmax is not measured (the "
-                "conv2d accelerator alone reaches 90.7 MHz on the ECP5-85F with its store's "
-                "four requantizers; the FC datapath 63.1 MHz).", "",
+                "conv2d datapath's build alone: the section \"Synthesis: conv2d\" below; "
+                "the FC datapath's 63.1 MHz: the section \"FC datapath\").", "",
                 summary]
         for model, table in sections:
             text += ["", f"**{model}** (`docs/img/soc_{model}.png`)", "", table]
