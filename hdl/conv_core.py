@@ -140,8 +140,8 @@ class ConvCore(wiring.Component):
     w_stages : int
         Registers on the weight PLM's row before the operand register (0 to 2; default
         ``in_latency - 1``, at least that). The input word and its tap's flags wait to match,
-        so operands meet ``1 + w_stages`` cycles after their addresses. Two let the weight
-        block RAMs, at the die's edge, drive a register beside them.
+        so operands meet ``1 + w_stages`` cycles after their addresses. Two give the placer a
+        register it may put between the weight block RAMs and the PE row (nextpnr need not).
 
     Members
     -------
