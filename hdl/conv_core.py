@@ -142,6 +142,10 @@ class ConvCore(wiring.Component):
         ``in_latency - 1``, at least that). The input word and its tap's flags wait to match,
         so operands meet ``1 + w_stages`` cycles after their addresses. Two give the placer a
         register it may put between the weight block RAMs and the PE row (nextpnr need not).
+    w_latency : int
+        Cycles from a weight PLM address to its row (1 or 2, at most ``1 + w_stages``): a PLM
+        that registers its row once more (on the ECP5 in the block RAMs' output registers)
+        provides one of the ``w_stages`` registers, and the core adds the others.
 
     Members
     -------
@@ -165,8 +169,9 @@ class ConvCore(wiring.Component):
         Input PLM, one 16-bit word, bank bit on top of the word address; the word arrives
         ``in_latency`` cycles (1 or 2) after its address.
     w_rd : ``In(ReadPort.Signature)``
-        Weight PLM, ``pes`` words, bank bit on top of the row address; the row arrives the
-        cycle after its address, and the core registers it ``w_stages`` times more.
+        Weight PLM, ``pes`` words, bank bit on top of the row address; the row arrives
+        ``w_latency`` cycles after its address, and the core registers it
+        ``w_stages + 1 - w_latency`` times more.
     acc_rd, acc_wr : ``In(ReadPort.Signature)``, ``In(WritePort.Signature)``
         Accumulator PLM, ``pes`` sums, bank bit on top of the row address; the read data
         arrives ``acc_latency`` cycles (1 or 2) after its address (the core adds a cycle to
@@ -175,7 +180,7 @@ class ConvCore(wiring.Component):
 
     def __init__(self, *, pes=16, in_words=16384, w_rows=1024, acc_rows=512,
                  precisions=tuple(Precision), stages=2, multiplier="lut", in_latency=1,
-                 w_stages=None, acc_latency=1):
+                 w_stages=None, w_latency=1, acc_latency=1):
         self._pes = check_int("pes", pes, minimum=1)
         self._in_words = check_int("in_words", in_words, minimum=1)
         self._w_rows = check_int("w_rows", w_rows, minimum=1)
@@ -186,6 +191,8 @@ class ConvCore(wiring.Component):
         self._in_latency = check_int("in_latency", in_latency, minimum=1, maximum=2)
         self._w_stages = check_int("w_stages", in_latency - 1 if w_stages is None else w_stages,
                                    minimum=in_latency - 1, maximum=2)
+        self._w_latency = check_int("w_latency", w_latency, minimum=1,
+                                    maximum=min(2, 1 + self._w_stages))
         self._acc_latency = check_int("acc_latency", acc_latency, minimum=1, maximum=2)
         words = data.ArrayLayout(unsigned(OPERAND_WIDTH), pes)
         sums = data.ArrayLayout(signed(ACC_BITS), pes)
@@ -217,6 +224,11 @@ class ConvCore(wiring.Component):
     def w_stages(self):
         """Registers on the weight PLM's row inside the core (0 to 2)."""
         return self._w_stages
+
+    @property
+    def w_latency(self):
+        """Cycles from a weight PLM address to its row at ``w_rd.data`` (1 or 2)."""
+        return self._w_latency
 
     @property
     def operand_latency(self):
@@ -364,10 +376,11 @@ class ConvCore(wiring.Component):
             tap.precision.eq(cmd.precision),
         ]
         # the weight row passes ``w_stages`` registers with no logic between (the block RAMs'
-        # clock-to-output and the wire from them to the PE row are then separate paths); the
-        # tap and the input word wait to match
+        # clock-to-output and the wire from them to the PE row are then separate paths), the
+        # PLM's own output register among them when ``w_latency`` is 2; the tap and the input
+        # word wait to match
         w_row = self.w_rd.data
-        for n in range(2, 2 + self._w_stages):
+        for n in range(1 + self._w_latency, 2 + self._w_stages):
             registered = Signal.like(self.w_rd.data, name=f"w_row{n}", reset_less=True)
             m.d.sync += registered.eq(w_row)
             w_row = registered

@@ -152,15 +152,19 @@ class ConvDatapath(wiring.Component):
         w_bits, acc_bits = address_bits(w_rows), address_bits(acc_rows)
 
         # --- blocks ---------------------------------------------------------------------------
-        # the input PLM registers its block RAMs' outputs (see hdl.plm); the core registers the
-        # weight PLM's row twice (its block RAMs sit far from the PE row) and aligns the word
+        # the input PLM registers its block RAMs' outputs (see hdl.plm); the weight PLM's row is
+        # registered twice (its block RAMs sit far from the PE row): in the block RAMs' output
+        # registers, then in the core, which aligns the input word
         m.submodules.in_plm = in_plm = InputPLM(words=in_words, read_latency=2,
                                                 write_latency=1)
+        m.submodules.w_plm = w_plm = DualPortRAM(shape=unsigned(16 * pes), depth=2 << w_bits,
+                                                 granularity=16, read_latency=2)
         m.submodules.core = core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows,
                                             acc_rows=acc_rows, precisions=config.precisions,
                                             stages=self._pe_stages,
                                             multiplier=config.pe_multiplier,
                                             in_latency=in_plm.read_latency, w_stages=2,
+                                            w_latency=w_plm.read_latency,
                                             acc_latency=2)
         m.submodules.store = store = StoreUnit(pes=pes, acc_rows=acc_rows,
                                                requant_stages=self._requant_stages,
@@ -181,8 +185,6 @@ class ConvDatapath(wiring.Component):
         ]
         # weight PLM: one row of ``pes`` words, written four words (one beat) at a time; the
         # loader writes only a bank no command in the core reads (``bank_full``, below)
-        m.submodules.w_plm = w_plm = DualPortRAM(shape=unsigned(16 * pes), depth=2 << w_bits,
-                                                 granularity=16)
         w_wr, w_rd = w_plm.wr, w_plm.rd
         m.d.comb += [
             w_wr.addr.eq(w_loader.wr_addr),

@@ -46,8 +46,9 @@ class InputPLM(wiring.Component):
     rd : ``Out(memory.ReadPort.Signature(addr_width, 16))``
         One word, ``read_latency`` cycles after its address.
 
-    ``read_latency`` 2 registers every lane's block-RAM output before the lane multiplexer, so
-    that the block RAM's clock-to-output delay (5.6 ns on the ECP5) is not followed by logic
+    ``read_latency`` 2 registers every lane's block-RAM output before the lane multiplexer (on
+    the ECP5 in the block RAM's own output register, see :class:`hdl.block_ram.DualPortRAM`),
+    so that the block RAM's clock-to-output delay (5.6 ns on the ECP5) is not followed by logic
     in the same cycle; 1 is a plain synchronous read. ``write_latency`` 1 registers the write
     (``wr``, ``wr_en``) before the lanes' address adders and word multiplexers, so that
     whatever forms it (a loader's beat unpacking) and the lane routing are separate paths; the
@@ -105,7 +106,8 @@ class InputPLM(wiring.Component):
             m.d.sync += delayed.eq(lane_rd)
             lane_rd = delayed
         for lane in range(LANES):
-            mem = DualPortRAM(shape=unsigned(OPERAND_WIDTH), depth=depth)
+            mem = DualPortRAM(shape=unsigned(OPERAND_WIDTH), depth=depth,
+                              read_latency=self._read_latency)
             m.submodules[f"lane{lane}"] = mem
             wr, rd = mem.wr, mem.rd
             # the word that lands in this lane, and its address
@@ -120,10 +122,6 @@ class InputPLM(wiring.Component):
                 rd.addr.eq(row_of(self.rd.addr)),
                 rd.en.eq(self.rd.en),
             ]
-            word = rd.data
-            if self._read_latency == 2:
-                word = Signal(OPERAND_WIDTH, name=f"word{lane}")
-                m.d.sync += word.eq(rd.data)
             with m.If(lane_rd == lane):
-                m.d.comb += self.rd.data.eq(word)
+                m.d.comb += self.rd.data.eq(rd.data)
         return m

@@ -18,7 +18,8 @@ from hls_ref.invocation import Command, ConvAccelerator, Limits
 class CoreHarness(wiring.Component):
     """The core with plain memories as its PLMs, filled from ``init``; with the core's
     ``in_latency`` 2 the input memory's read data passes a register, as in a registered
-    :class:`hdl.plm.InputPLM`, and with ``acc_latency`` 2 the accumulator memory's, as in the
+    :class:`hdl.plm.InputPLM`, with ``w_latency`` 2 the weight memory's, as in the weight PLM
+    with its output register, and with ``acc_latency`` 2 the accumulator memory's, as in the
     accelerator."""
 
     def __init__(self, core, in_init, w_init, acc_init):
@@ -40,7 +41,8 @@ class CoreHarness(wiring.Component):
             setattr(self, f"{name}_mem", mem)
             rd = mem.read_port()
             m.d.comb += [rd.addr.eq(port_sig.addr), rd.en.eq(port_sig.en)]
-            if (name, 2) in (("in", core.in_latency), ("acc", core.acc_latency)):
+            if (name, 2) in (("in", core.in_latency), ("w", core.w_latency),
+                             ("acc", core.acc_latency)):
                 m.d.sync += port_sig.data.eq(rd.data)
             else:
                 m.d.comb += port_sig.data.eq(rd.data)
@@ -58,8 +60,8 @@ def pad_word(value, precision):
 
 
 def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_flag, banks,
-             multiplier="lut", in_latency=1, w_stages=None, acc_latency=1, pes=4, in_words=512,
-             w_rows=256, acc_rows=128):
+             multiplier="lut", in_latency=1, w_stages=None, w_latency=1, acc_latency=1, pes=4,
+             in_words=512, w_rows=256, acc_rows=128):
     """Simulate one command; returns (accumulators (Ho, Wo, P), cycles from start to done,
     MAC cycles)."""
     p = precision
@@ -83,7 +85,7 @@ def run_core(precision, x, w, bias, prev, *, stride, padding, pad_value, acc_fla
         acc_init[acc_bank * acc_rows + r] = [int(v) for v in row]
     core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
                     multiplier=multiplier, in_latency=in_latency, w_stages=w_stages,
-                    acc_latency=acc_latency)
+                    w_latency=w_latency, acc_latency=acc_latency)
     dut = CoreHarness(core, in_init, w_init, acc_init)
     result = {}
 
@@ -170,9 +172,12 @@ def test_core_matches_golden(case, acc_flag):
     in_latency = 1 + case % 2          # a plain and a registered input PLM
     acc_latency = 1 + (case // 2) % 2  # a plain and a registered accumulator PLM
     w_stages = max(in_latency - 1, case % 3)   # every allowed (in_latency, w_stages) pair
+    # a weight PLM with its own output register provides one of the row's registers
+    w_latency = 2 if w_stages and (case // 3) % 2 else 1
+    print(f"case {case}: in_latency {in_latency}, w_stages {w_stages}, w_latency {w_latency}")
     got, cycles, macs = run_core(p, x, w, bias, prev, banks=banks, multiplier=multiplier,
                                  in_latency=in_latency, w_stages=w_stages,
-                                 acc_latency=acc_latency, **kw)
+                                 w_latency=w_latency, acc_latency=acc_latency, **kw)
     want = golden(p, x, w, bias, prev, **kw)
     np.testing.assert_array_equal(got, want)
     groups = -(-shape[2] // p.lanes)
@@ -225,7 +230,8 @@ def out_size(c):
 
 
 def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
-                     multiplier="lut", in_latency=2, w_stages=None, acc_latency=2, seed=0):
+                     multiplier="lut", in_latency=2, w_stages=None, w_latency=1, acc_latency=2,
+                     seed=0):
     """Offer ``commands`` to the core one after the other, each as soon as its operand bank
     (``index % 2``) is free; returns (both accumulator banks, the cycles each command was taken,
     the cycles operands entered the PE row)."""
@@ -233,7 +239,7 @@ def run_back_to_back(commands, *, pes=4, in_words=512, w_rows=256, acc_rows=128,
     biases = rng.integers(-1 << 20, 1 << 20, (2, pes))
     core = ConvCore(pes=pes, in_words=in_words, w_rows=w_rows, acc_rows=acc_rows,
                     multiplier=multiplier, in_latency=in_latency, w_stages=w_stages,
-                    acc_latency=acc_latency)
+                    w_latency=w_latency, acc_latency=acc_latency)
     acc_init = [[int(v) for v in rng.integers(-1 << 24, 1 << 24, pes)]
                 for _ in range(2 * acc_rows)]
     dut = CoreHarness(core, [0] * (2 * in_words), [[0] * pes for _ in range(2 * w_rows)],
@@ -321,7 +327,8 @@ def test_commands_back_to_back_match_golden(trial):
     commands = random_commands(rng, 10, pes=4)
     got, want, _, _ = run_back_to_back(
         commands, multiplier=("lut", "dsp4", "dsp2")[trial % 3], in_latency=1 + trial % 2,
-        w_stages=2 if trial >= 3 else None, acc_latency=1 + (trial // 2) % 2, seed=trial)
+        w_stages=2 if trial >= 3 else None, w_latency=2 if trial >= 4 else 1,
+        acc_latency=1 + (trial // 2) % 2, seed=trial)
     for bank in range(2):
         np.testing.assert_array_equal(got[bank], want[bank], err_msg=f"trial {trial}")
 
@@ -353,6 +360,15 @@ def test_weight_stages_must_cover_the_input_latency():
         with pytest.raises(ValueError, match="w_stages"):
             ConvCore(in_latency=in_latency, w_stages=w_stages)
     assert ConvCore(in_latency=2).w_stages == 1 and ConvCore(w_stages=2).operand_latency == 3
+
+
+def test_weight_latency_is_one_of_the_weight_stages():
+    """A weight PLM's own register counts among ``w_stages``: a PLM of latency 2 needs at
+    least one, and the operands still meet ``1 + w_stages`` cycles after their addresses."""
+    for w_stages, w_latency in ((0, 2), (2, 3), (1, 0)):
+        with pytest.raises(ValueError, match="w_latency"):
+            ConvCore(w_stages=w_stages, w_latency=w_latency)
+    assert ConvCore(w_stages=2, w_latency=2).operand_latency == 3
 
 
 @pytest.mark.parametrize("acc_latency, w_stages", [(1, 0), (2, 0), (2, 2)])

@@ -13,10 +13,11 @@ MEMA writes the input-stream word the instruction took in X; MEMB writes ``ro`` 
 (the result of an ``act`` at least one cycle older, ``docs/nve.md``: act -> MEMB ``wr`` 1).
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..dp16kd import dp16kd, dp16kd_port
 from ..target import is_ecp5
 from .isa import MemOpcode, as_config
 
@@ -120,20 +121,11 @@ class LocalBuffer(wiring.Component):
             pins = {}
             for p, name in ((0, "A"), (1, "B")):
                 read, write = ports[p]
-                address = Cat(Const(0, 3), read.addr, Const(0, 11 - bits))
-                out = Signal(18, name=f"block{k}_do{name.lower()}")
-                m.d.comb += read.data[8 * k:8 * k + 8].eq(out[:8])
-                data = Cat(write.data[8 * k:8 * k + 8], Const(0, 10))
-                pins.update({f"i_AD{name}{b}": address[b] for b in range(14)})
-                pins.update({f"i_DI{name}{b}": data[b] for b in range(18)})
-                pins.update({f"o_DO{name}{b}": out[b] for b in range(18)})
-                pins.update({f"i_CLK{name}": ClockSignal(), f"i_CE{name}": read.en,
-                             f"i_OCE{name}": Const(1), f"i_WE{name}": write.en,
-                             f"i_RST{name}": Const(0),
-                             **{f"i_CS{name}{b}": Const(0) for b in range(3)}})
-            m.submodules[f"block{k}"] = Instance(
-                "DP16KD", p_DATA_WIDTH_A=9, p_DATA_WIDTH_B=9, p_REGMODE_A="NOREG",
-                p_REGMODE_B="NOREG", p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC",
-                p_CSDECODE_A="0b000", p_CSDECODE_B="0b000", p_WRITEMODE_A="NORMAL",
-                p_WRITEMODE_B="NORMAL", p_GSR="DISABLED", **pins)
+                port, connect = dp16kd_port(
+                    name, width=9, address=read.addr, data_in=write.data[8 * k:8 * k + 8],
+                    data_out=read.data[8 * k:8 * k + 8], clock_enable=read.en,
+                    write_enable=write.en)
+                pins[name] = port
+                m.d.comb += connect
+            m.submodules[f"block{k}"] = dp16kd(width=9, port_a=pins["A"], port_b=pins["B"])
         return ports
