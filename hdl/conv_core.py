@@ -222,7 +222,7 @@ class ConvCore(wiring.Component):
 
     @property
     def w_stages(self):
-        """Registers on the weight PLM's row inside the core (0 to 2)."""
+        """Registers on the weight row before the operands (0-2), the PLM's own included."""
         return self._w_stages
 
     @property
