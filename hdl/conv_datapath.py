@@ -40,6 +40,7 @@ from .loaders import InputLoader, QuantLoader, WeightLoader, input_beat_fields
 from .params import address_bits
 from .plm import InputPLM
 from .replica import Replicas
+from .requant import MAX_STAGES as REQUANT_MAX_STAGES
 from .socket.signature import ADDR_WIDTH, DatapathSignature
 from .store import StoreUnit, store_config_layout, store_quant_layout
 
@@ -119,7 +120,10 @@ class ConvDatapath(wiring.Component):
         Pipeline stages of the ST multipliers (4: the ECP5 timing needs every boundary, the
         DSP products registered once more in the fabric included).
     requant_stages : int or None
-        Pipeline stages of the requantizer (its default if None).
+        Pipeline stages of the requantizers (if None, every boundary of
+        :data:`hdl.requant.REGISTER_ORDER`: the left-shifted accumulator's register, which the
+        requantizer's default leaves out, ends the path from the store's element register to
+        the DSP blocks, the 16-PE build's critical path without it).
 
     Members
     -------
@@ -135,7 +139,7 @@ class ConvDatapath(wiring.Component):
         check_conv_config(config)
         self._config = config
         self._pe_stages = pe_stages
-        self._requant_stages = requant_stages
+        self._requant_stages = REQUANT_MAX_STAGES if requant_stages is None else requant_stages
         super().__init__(DatapathSignature(fields_width=_input_fields_layout().size))
 
     @property

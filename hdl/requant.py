@@ -16,21 +16,24 @@ from .params import check_int
 __all__ = ["DEFAULT_STAGES", "MAX_STAGES", "REGISTER_ORDER", "Requantizer"]
 
 #: Register boundaries of the datapath, in the order in which ``stages`` enables them (the
-#: first ``stages`` are registered). In dataflow order they are ``operand`` (multiplier
-#: inputs), ``product`` (multiplier outputs), ``partial`` (partial-product sums), ``high``
-#: (the rounded high half of the product), ``shifted`` (after the rounding right shift),
-#: ``offset`` (zero point added, compared with the bounds) and ``out`` (the clamped result).
-REGISTER_ORDER = ("out", "product", "operand", "high", "shifted", "partial", "offset")
+#: first ``stages`` are registered). In dataflow order they are ``scaled`` (the accumulator
+#: after the left shift), ``operand`` (multiplier inputs), ``product`` (multiplier outputs),
+#: ``partial`` (partial-product sums), ``high`` (the rounded high half of the product),
+#: ``shifted`` (after the rounding right shift), ``offset`` (zero point added, compared with
+#: the bounds) and ``out`` (the clamped result).
+REGISTER_ORDER = ("out", "product", "operand", "high", "shifted", "partial", "offset",
+                  "scaled")
 
 #: Largest supported number of pipeline register stages.
 MAX_STAGES = len(REGISTER_ORDER)
 
-#: Pipeline stages of the default build: every boundary registered. With the ``operand`` and
-#: ``product`` boundaries, the four products are DSP blocks holding both registers
-#: (:class:`~hdl.dsp.PipelinedMultiplier`); on an ECP5 (speed grade 6) the open flow then
-#: reaches 147.1 MHz out of context (135.4 MHz with the blocks between fabric registers;
-#: ``python -m boards.synth requant``).
-DEFAULT_STAGES = MAX_STAGES
+#: Pipeline stages of the default build: every boundary but ``scaled`` registered. With the
+#: ``operand`` and ``product`` boundaries, the four products are DSP blocks holding both
+#: registers (:class:`~hdl.dsp.PipelinedMultiplier`); on an ECP5 (speed grade 6) the open flow
+#: then reaches 147.1 MHz out of context (135.4 MHz with the blocks between fabric registers;
+#: ``python -m boards.synth requant``). ``scaled`` matters in a large design, where the
+#: register that feeds the requantizer may sit far from its DSP blocks.
+DEFAULT_STAGES = MAX_STAGES - 1
 
 _ACC_WIDTH = 32
 _MULTIPLIER_WIDTH = 31
@@ -89,7 +92,9 @@ class Requantizer(wiring.Component):
            them from the zero-point adder and the clamp;
         6. ``partial``: the first level of partial-product sums (two 33-bit adders);
         7. ``offset``: the comparisons with the bounds and the zero-point sum, separating
-           their carry chains from the clamp's multiplexer.
+           their carry chains from the clamp's multiplexer;
+        8. ``scaled``: the accumulator after the left barrel shifter, so that the shifter and
+           the wire to the DSP blocks' input registers are separate paths.
     user_width : int
         Width of a side-band field carried from input to output with each transfer, in bits.
 
@@ -201,10 +206,11 @@ class Requantizer(wiring.Component):
                         Mux(shift >= 0, 0, Mux(shift <= -_ACC_WIDTH, _ACC_WIDTH, -shift)))
         huge = comb("huge", unsigned(1), shift <= -64)
 
-        pipe = boundary("operand", {
+        scaled = boundary("scaled", {
             "valid": self.i.valid, "user": payload.user, "zero_point": payload.zero_point,
             "low": payload.low, "high": payload.high, "x": x, "multiplier": payload.multiplier,
             "exponent": exponent, "huge": huge})
+        pipe = boundary("operand", scaled)
 
         # Four unsigned products of the halves: x = xh*2**16 + xl, M = mh*2**16 + ml, with x
         # read as unsigned (the sign is corrected with the partial sums).
@@ -221,7 +227,7 @@ class Requantizer(wiring.Component):
         # them (a DSP block between fabric registers is a long path wherever it is placed).
         # (the blocks take the operands from before the operand boundary, ``*`` after it)
         in_blocks = {"operand", "product"} <= registered
-        operands = halves(x, payload.multiplier) if in_blocks else None
+        operands = halves(scaled["x"], scaled["multiplier"]) if in_blocks else None
         x, multiplier = pipe["x"], pipe["multiplier"]
         products = {}
         for name, (a, b) in (operands or halves(x, multiplier)).items():
