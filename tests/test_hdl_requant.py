@@ -349,7 +349,8 @@ def test_layouts_and_parameters():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"stages": MAX_STAGES + 1}, rf"^stages must be between 0 and {MAX_STAGES}, not {MAX_STAGES + 1}$"),
+    ({"stages": MAX_STAGES + 1},
+     rf"^stages must be between 0 and {MAX_STAGES}, not {MAX_STAGES + 1}$"),
     ({"stages": "2"}, r"^stages must be an integer, not '2'$"),
     ({"user_width": -1}, r"^user_width must be at least 0, not -1$"),
 ])
