@@ -701,11 +701,11 @@ class ConvDatapath(wiring.Component):
             chosen = _per_pe_select(comp_in_bank, [getattr(q, field) for q in q_regs])
             m.d.comb += [getattr(done_q, field)[pe].eq(v) for pe, v in enumerate(chosen)]
         # The per-tile fields pass three registers of their own on the way to the copy: the
-        # bank's fields, then the clamp narrowed to the output width, then the clamp with the
-        # ReLU comparison, so that neither the bank choice nor a comparison is in front of
-        # another or of the copy's enable. They follow every cycle: the copy is made three
-        # cycles after ``core_go``, and from ``core_go`` on the command, its bank and the
-        # bank's parameters hold still.
+        # bank's fields, then the clamp narrowed to the output width with the ReLU comparison,
+        # then the clamp with the ReLU bound chosen, so that neither the bank choice nor a
+        # comparison is in front of another or of the copy's enable. They follow every cycle:
+        # the copy is made three cycles after ``core_go``, and from ``core_go`` on the
+        # command, its bank and the bank's parameters hold still.
         chosen_q = {field: Signal.like(getattr(q, field), name=f"chosen_{field}")
                     for field in ("zero_point", "act_min", "act_max")}
         chosen_relu = Signal()
@@ -718,23 +718,27 @@ class ConvDatapath(wiring.Component):
         m.d.sync += [width_min.eq(Mux(out_code == 0, -8, Mux(out_code == 1, -128, -32768))),
                      width_max.eq(Mux(out_code == 0, 7, Mux(out_code == 1, 127, 32767)))]
         # max(act_min, width_min) and min(act_max, width_max); the ReLU bound applied after
-        # it equals max(ReLU bound, width_min) (docs/formats.md)
+        # it equals max(ReLU bound, width_min) (docs/formats.md). Whether the ReLU's bound (the
+        # zero point) is the lower one is decided beside the narrowing, from the same
+        # registers (zero_point > max(a, b) is both comparisons), so the last stage is a
+        # multiplexer alone.
         narrow_q = {field: Signal.like(reg, name=f"narrow_{field}")
                     for field, reg in chosen_q.items()}
-        narrow_relu = Signal()
+        relu_low = Signal()
         act_min, act_max = chosen_q["act_min"], chosen_q["act_max"]
         m.d.sync += [
             narrow_q["zero_point"].eq(chosen_q["zero_point"]),
             narrow_q["act_min"].eq(Mux(act_min > width_min, act_min, width_min)),
             narrow_q["act_max"].eq(Mux(act_max < width_max, act_max, width_max)),
-            narrow_relu.eq(chosen_relu),
+            relu_low.eq(chosen_relu & (chosen_q["zero_point"] > act_min)
+                        & (chosen_q["zero_point"] > width_min)),
         ]
         zero_point, act_min = narrow_q["zero_point"], narrow_q["act_min"]
         tile_q = {field: Signal.like(getattr(done_q, field), name=f"tile_{field}")
                   for field in ("zero_point", "low", "high")}
         m.d.sync += [
             tile_q["zero_point"].eq(zero_point),
-            tile_q["low"].eq(Mux(narrow_relu & (zero_point > act_min), zero_point, act_min)),
+            tile_q["low"].eq(Mux(relu_low, zero_point, act_min)),
             tile_q["high"].eq(narrow_q["act_max"]),
         ]
         # The copy is made three cycles after the core starts, from a register per PE (an
